@@ -1,0 +1,30 @@
+// swift-tools-version:6.0
+// parlour-satellite: a headless room satellite for the Parlour voice assistant.
+import PackageDescription
+
+let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+
+let package = Package(
+    name: "parlour-satellite",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "parlour-satellite", targets: ["parlour-satellite"]),
+        .executable(name: "parlourctl", targets: ["parlourctl"]),
+    ],
+    targets: [
+        // C libraries from Debian, through system library targets: a modulemap and a shim header each.
+        .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+
+        // Pure policy and codecs: no C, Foundation at most.
+        .target(name: "SatelliteCore", swiftSettings: strict),
+        // The actors and their adapters around the C libraries.
+        .target(name: "Satellite", dependencies: ["SatelliteCore", "CALSA", "CCurl", "CSystemd"], swiftSettings: strict),
+        .executableTarget(name: "parlour-satellite", dependencies: ["Satellite", "SatelliteCore"], swiftSettings: strict),
+        .executableTarget(name: "parlourctl", dependencies: ["SatelliteCore"], swiftSettings: strict),
+
+        .testTarget(name: "SatelliteCoreTests", dependencies: ["SatelliteCore"], swiftSettings: strict),
+        .testTarget(name: "SatelliteTests", dependencies: ["Satellite", "SatelliteCore"], swiftSettings: strict),
+    ]
+)

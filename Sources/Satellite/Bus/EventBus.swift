@@ -1,0 +1,55 @@
+// One broadcast of SatelliteEvents to every subscriber. `publish` is synchronous
+// so that a C callback or an actor can publish in order without starting a task,
+// and each subscriber keeps only its newest events, so a slow `parlourctl watch`
+// cannot grow the daemon's memory.
+import Synchronization
+import SatelliteCore
+
+/// Broadcasts events to every subscriber in the order they were published.
+public final class EventBus: Sendable {
+    private struct Subscribers: ~Copyable {
+        var next = 0
+        var continuations: [Int: AsyncStream<SatelliteEvent>.Continuation] = [:]
+    }
+
+    private let subscribers = Mutex(Subscribers())
+
+    public init() {}
+
+    /// A stream of every event published from now on; it ends when the caller stops iterating.
+    public func subscribe(bufferingNewest limit: Int = 256) -> AsyncStream<SatelliteEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: SatelliteEvent.self, bufferingPolicy: .bufferingNewest(limit))
+        let key = subscribers.withLock { s in
+            s.next += 1
+            s.continuations[s.next] = continuation
+            return s.next
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.subscribers.withLock { $0.continuations.removeValue(forKey: key) }
+        }
+        return stream
+    }
+
+    /// Hands the event to every subscriber; never blocks.
+    public func publish(_ event: SatelliteEvent) {
+        subscribers.withLock { s in
+            for continuation in s.continuations.values { continuation.yield(event) }
+        }
+    }
+
+    /// Ends every subscription (at shutdown).
+    public func finish() {
+        let all = subscribers.withLock { s in
+            defer { s.continuations.removeAll() }
+            return Array(s.continuations.values)
+        }
+        for continuation in all { continuation.finish() }
+    }
+}
+
+extension EventBus {
+    /// A journal line with a fixed message and data beside it.
+    public func notice(_ priority: Priority, _ message: String, _ fields: [String: String] = [:]) {
+        publish(.notice(priority, message, fields: fields))
+    }
+}

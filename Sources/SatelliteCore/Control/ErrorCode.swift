@@ -1,0 +1,53 @@
+// The closed set of errors a request can end with (INTERFACE.md, "Results").
+// Callers switch on these words, so a new one is added here and in the README.
+
+/// Why a request failed, as a caller switches on it.
+public enum ErrorCode: String, Sendable, CaseIterable, Equatable {
+    case invalidRequest = "invalid_request"
+    case unsupportedVersion = "unsupported_version"
+    case unknownCommand = "unknown_command"
+    case notPaired = "not_paired"
+    case noServer = "no_server"
+    case serverUnreachable = "server_unreachable"
+    case tokenRefused = "token_refused"
+    case serverRefused = "server_refused"
+    case badAnswer = "bad_answer"
+    case microphoneUnavailable = "microphone_unavailable"
+    case speakerUnavailable = "speaker_unavailable"
+    case muted = "muted"
+    case timeout = "timeout"
+    case invalidLink = "invalid_link"
+    case permissionDenied = "permission_denied"
+    case daemonUnavailable = "daemon_unavailable"
+    case internalError = "internal_error"
+}
+
+/// An error a person can act on: a code for programs and a sentence for people.
+public struct SatelliteError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let code: ErrorCode
+    public let message: String
+
+    public init(_ code: ErrorCode, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+}
+
+/// Why a request ended without finishing (INTERFACE.md, "Results").
+public enum CancelReason: String, Sendable, CaseIterable, Equatable {
+    case nothingHeard = "nothing_heard"
+    case cancelledByUser = "cancelled_by_user"
+    case superseded = "superseded"
+    case shuttingDown = "shutting_down"
+
+    public var sentence: String {
+        switch self {
+        case .nothingHeard: "Nothing was heard."
+        case .cancelledByUser: "Cancelled."
+        case .superseded: "A newer request took over."
+        case .shuttingDown: "The satellite is shutting down."
+        }
+    }
+}

@@ -1,0 +1,163 @@
+// The facts the actors publish on the event bus. The journal, sd_notify, the
+// status model and `parlourctl watch` all read these same values, so what the
+// journal says and what status says cannot disagree.
+
+/// How loud a record is, in syslog's numbers (the journal's PRIORITY).
+public enum Priority: Int, Sendable, Comparable {
+    case error = 3, warning = 4, notice = 5, info = 6, debug = 7
+
+    public static func < (a: Priority, b: Priority) -> Bool { a.rawValue > b.rawValue }
+
+    public var word: String {
+        switch self {
+        case .error: "error"
+        case .warning: "warning"
+        case .notice: "notice"
+        case .info: "info"
+        case .debug: "debug"
+        }
+    }
+}
+
+/// A device the satellite uses, and whether it works.
+public struct DeviceHealth: Sendable, Equatable {
+    public var device: String
+    public var ok: Bool?
+    public var error: String?
+
+    public init(device: String, ok: Bool? = nil, error: String? = nil) {
+        self.device = device
+        self.ok = ok
+        self.error = error
+    }
+
+    public var json: JSONValue { ["device": .string(device), "ok": ok.map(JSONValue.bool) ?? .null, "error": .from(error)] }
+}
+
+/// How the server in use was chosen (INTERFACE.md, status `how`).
+public enum PinHow: String, Sendable, Equatable {
+    case configured, paired, manual, discovered
+}
+
+/// The server the satellite talks to, as far as it knows.
+public struct ServerHealth: Sendable, Equatable {
+    public var url: String?
+    public var name: String?
+    public var how: PinHow?
+    public var reachable: Bool?
+    public var tokenAccepted: Bool?
+
+    public init(url: String? = nil, name: String? = nil, how: PinHow? = nil, reachable: Bool? = nil, tokenAccepted: Bool? = nil) {
+        self.url = url
+        self.name = name
+        self.how = how
+        self.reachable = reachable
+        self.tokenAccepted = tokenAccepted
+    }
+
+    public var json: JSONValue {
+        ["url": .from(url), "name": .from(name), "how": .from(how?.rawValue),
+         "reachable": reachable.map(JSONValue.bool) ?? .null, "tokenAccepted": tokenAccepted.map(JSONValue.bool) ?? .null]
+    }
+}
+
+/// Something that happened in the satellite.
+public enum SatelliteEvent: Sendable, Equatable {
+    case state(SatelliteState, previous: SatelliteState)
+    case room(String)
+    case muted(Bool)
+    case microphone(DeviceHealth)
+    case speaker(DeviceHealth)
+    case server(ServerHealth)
+    /// What the server heard, for a request under way.
+    case heard(String)
+    case reply(text: String, via: String)
+    /// A request ended; its result as the caller got it.
+    case finished(command: String, result: ControlResult)
+    /// Anything else worth a journal line: a fixed message, the data beside it.
+    case notice(Priority, String, fields: [String: String])
+
+    /// PARLOUR_EVENT in the journal, `event` in watch.
+    public var name: String {
+        switch self {
+        case .state: "state"
+        case .room: "room"
+        case .muted: "muted"
+        case .microphone: "microphone"
+        case .speaker: "speaker"
+        case .server: "server"
+        case .heard: "heard"
+        case .reply: "reply"
+        case .finished: "finished"
+        case .notice: "notice"
+        }
+    }
+
+    public var priority: Priority {
+        switch self {
+        case .microphone(let d), .speaker(let d): return d.ok == false ? .warning : .info
+        case .server(let s): return s.reachable == false || s.tokenAccepted == false ? .warning : .info
+        case .finished(_, let result):
+            if case .error = result { return .warning }
+            return .info
+        case .notice(let p, _, _): return p
+        default: return .info
+        }
+    }
+
+    /// One sentence for a person reading the journal.
+    public var message: String {
+        switch self {
+        case .state(let s, _): return "State \(s.rawValue)."
+        case .room(let room): return room.isEmpty ? "The room is cleared." : "The room is now \(room)."
+        case .muted(let m): return m ? "Muted: the microphone is closed." : "Unmuted: the microphone may open again."
+        case .microphone(let d):
+            if d.ok == false { return "The microphone \(d.device) cannot be used: \(d.error ?? "unknown reason")." }
+            return "The microphone \(d.device) works."
+        case .speaker(let d):
+            if d.ok == false { return "The speaker \(d.device) cannot be used: \(d.error ?? "unknown reason")." }
+            return "The speaker \(d.device) works."
+        case .server(let s):
+            let where_ = s.url ?? "no server"
+            if s.reachable == false { return "The server \(where_) cannot be reached." }
+            if s.tokenAccepted == false { return "The server \(where_) refused the token." }
+            if s.reachable == true { return "The server \(where_) answers." }
+            return "The server is \(where_)."
+        case .heard(let text): return "Heard: \(text)"
+        case .reply(let text, let via): return "Reply (\(via)): \(text)"
+        case .finished(let command, let result):
+            switch result {
+            case .completed: return "\(command) completed."
+            case .cancelled(let reason): return "\(command) cancelled: \(reason.rawValue)."
+            case .error(let e): return "\(command) failed (\(e.code.rawValue)): \(e.message)"
+            }
+        case .notice(_, let message, _): return message
+        }
+    }
+
+    /// The event as `parlourctl watch --json` prints it.
+    public var json: JSONValue {
+        var fields: [String: JSONValue] = ["event": .string(name), "message": .string(message)]
+        switch self {
+        case .state(let s, let previous):
+            fields["state"] = .string(s.rawValue)
+            fields["previous"] = .string(previous.rawValue)
+        case .room(let room): fields["room"] = .string(room)
+        case .muted(let m): fields["muted"] = .bool(m)
+        case .microphone(let d): fields["microphone"] = d.json
+        case .speaker(let d): fields["speaker"] = d.json
+        case .server(let s): fields["server"] = s.json
+        case .heard(let text): fields["heard"] = .string(text)
+        case .reply(let text, let via):
+            fields["reply"] = .string(text)
+            fields["via"] = .string(via)
+        case .finished(let command, let result):
+            fields["command"] = .string(command)
+            fields["result"] = result.json
+        case .notice(let p, _, let extra):
+            fields["priority"] = .string(p.word)
+            for (k, v) in extra { fields[k] = .string(v) }
+        }
+        return .object(fields)
+    }
+}
