@@ -1,1 +1,54 @@
-print("parlour-satellite")
+// parlour-satellite: the daemon. It reads its command line and config, refuses
+// to start on a bad config (naming the file and the key), and runs until
+// SIGTERM or SIGINT, after which it exits 0.
+import Foundation
+import Satellite
+import SatelliteCore
+
+setvbuf(stdout, nil, _IOLBF, 0)
+let environment = ProcessInfo.processInfo.environment
+let journal = Journal(environment: environment)
+
+func fail(_ message: String, code: Int32) -> Never {
+    journal.write(JournalRecord(.error, message, fields: ["EVENT": "startup"]))
+    exit(code)
+}
+
+let options: [String: String]
+switch DaemonCommandLine.parse(Array(CommandLine.arguments.dropFirst())) {
+case .failure(let usage):
+    FileHandle.standardError.write(Data((usage.message + "\n").utf8))
+    exit(2)
+case .success(let invocation):
+    switch invocation {
+    case .help(let text):
+        print(text, terminator: text.hasSuffix("\n") ? "" : "\n")
+        exit(0)
+    case .version:
+        print("parlour-satellite \(SatelliteVersion.satellite)")
+        exit(0)
+    case .run(let given):
+        options = given
+    }
+}
+
+let paths = SatellitePaths.resolve(options: options, environment: environment)
+var hostName = [CChar](repeating: 0, count: 256)
+gethostname(&hostName, hostName.count)
+let loaded: LoadedConfig
+do {
+    loaded = try ConfigLoader.load(path: paths.config, explicit: paths.configExplicit,
+                                   hostName: String(cString: hostName))
+} catch {
+    // EX_CONFIG: the unit does not restart on it; a restart cannot fix a config.
+    fail("Cannot start: \(error.description)", code: 78)
+}
+for warning in loaded.warnings { journal.write(JournalRecord(.warning, warning, fields: ["EVENT": "config"])) }
+
+let daemon = Daemon(config: loaded.config, paths: paths, environment: environment)
+do {
+    try await daemon.run(journal: journal)
+} catch {
+    fail("Cannot start: \(error.message)", code: 1)
+}
+exit(0)

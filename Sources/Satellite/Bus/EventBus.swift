@@ -13,8 +13,13 @@ public final class EventBus: Sendable {
     }
 
     private let subscribers = Mutex(Subscribers())
+    private let taps: [@Sendable (SatelliteEvent) -> Void]
 
-    public init() {}
+    /// `taps` see every event synchronously, before `publish` returns: the status
+    /// board is one, so a status asked for right after a result is already current.
+    public init(taps: [@Sendable (SatelliteEvent) -> Void] = []) {
+        self.taps = taps
+    }
 
     /// A stream of every event published from now on; it ends when the caller stops iterating.
     public func subscribe(bufferingNewest limit: Int = 256) -> AsyncStream<SatelliteEvent> {
@@ -32,6 +37,7 @@ public final class EventBus: Sendable {
 
     /// Hands the event to every subscriber; never blocks.
     public func publish(_ event: SatelliteEvent) {
+        for tap in taps { tap(event) }
         subscribers.withLock { s in
             for continuation in s.continuations.values { continuation.yield(event) }
         }

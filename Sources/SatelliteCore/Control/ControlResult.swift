@@ -21,10 +21,10 @@ public enum ControlResult: Sendable, Equatable {
     }
 
     /// The line the daemon writes back for request `id`.
-    public func line(id: String?) -> String {
+    public func line(id: JSONValue) -> String {
         guard case .object(var fields) = json else { return json.text }
         fields["v"] = .number(Double(ControlProtocol.version))
-        fields["id"] = JSONValue.from(id)
+        fields["id"] = id
         return JSONValue.object(fields).text
     }
 

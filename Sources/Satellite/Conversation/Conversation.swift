@@ -1,0 +1,218 @@
+// One turn at a time: listen to the room until the person stops, send what was
+// said to the server, play the answer. It owns the turn under way, so a second
+// `listen` can supersede the first (whose caller is told so), `cancel` can stop
+// it, and shutdown can end it, each with exactly one result for its caller.
+// The microphone is closed before the answer plays, so the reply is never
+// recorded as the next question.
+import Foundation
+import SatelliteCore
+
+/// Runs `listen` and `ask` requests.
+public actor Conversation {
+    public struct Settings: Sendable {
+        public var name: String
+        public var room: String
+        public var endpointing: Endpointer.Settings
+
+        public init(name: String, room: String, endpointing: Endpointer.Settings) {
+            self.name = name
+            self.room = room
+            self.endpointing = endpointing
+        }
+    }
+
+    private var settings: Settings
+    private let capture: AudioCapture
+    private let playback: Playback
+    private let link: Link
+    private let bus: EventBus
+    private let keeper: StateKeeper
+
+    /// The turn under way, and why it was stopped if it was.
+    private struct Turn {
+        let number: Int
+        let task: Task<ControlResult, Never>
+        var stopReason: CancelReason?
+        var holdReleased = false
+        var holder: ControlConnection?
+    }
+    private var turn: Turn?
+    private var turns = 0
+    private var shuttingDown = false
+
+    public init(settings: Settings, capture: AudioCapture, playback: Playback, link: Link, bus: EventBus, keeper: StateKeeper) {
+        self.settings = settings
+        self.capture = capture
+        self.playback = playback
+        self.link = link
+        self.bus = bus
+        self.keeper = keeper
+    }
+
+    // MARK: Requests
+
+    /// Captures now and answers; `hold` keeps capturing until `release` (or the holder goes).
+    public func listen(hold: Bool, holder: ControlConnection?) async -> ControlResult {
+        if shuttingDown { return .cancelled(.shuttingDown) }
+        // The turn under way ends first (its caller is told it was superseded), so two
+        // turns never share the microphone.
+        while let old = turn {
+            stopTurn(.superseded)
+            await playback.cancel()
+            _ = await old.task.value
+            if turn?.number == old.number { turn = nil }
+        }
+        if shuttingDown { return .cancelled(.shuttingDown) }
+        turns += 1
+        let number = turns
+        let task = Task { await self.runTurn(number: number, hold: hold) }
+        turn = Turn(number: number, task: task, holder: hold ? holder : nil)
+        let result = await task.value
+        if turn?.number == number {
+            turn = nil
+            keeper.update { $0.phase = nil }
+        }
+        return result
+    }
+
+    /// Ends a held capture: what was heard so far is sent.
+    public func release(from connection: ControlConnection? = nil) -> Bool {
+        guard var current = turn, !current.holdReleased else { return false }
+        if let connection, current.holder != connection { return false }
+        current.holdReleased = true
+        turn = current
+        return true
+    }
+
+    /// Stops the capture or playback under way; false when nothing was running.
+    public func cancel() async -> Bool {
+        guard turn != nil else { return false }
+        stopTurn(.cancelledByUser)
+        await playback.cancel()
+        return true
+    }
+
+    /// Asks in words through /ask.
+    public func ask(_ text: String) async -> ControlResult {
+        if shuttingDown { return .cancelled(.shuttingDown) }
+        keeper.update { $0.asking += 1 }
+        defer { keeper.update { $0.asking -= 1 } }
+        do {
+            let answer = try await link.ask(text: text, client: settings.name, room: settings.room)
+            bus.publish(.reply(text: answer.reply, via: answer.via))
+            return .completed(["reply": .string(answer.reply), "via": .string(answer.via)])
+        } catch {
+            return .error(error)
+        }
+    }
+
+    /// Ends the turn under way with `shutting_down`, and refuses new ones.
+    public func shutdown() async {
+        shuttingDown = true
+        if let current = turn {
+            stopTurn(.shuttingDown)
+            await playback.cancel()
+            _ = await current.task.value
+        }
+    }
+
+    public func setRoom(_ room: String) { settings.room = room }
+    public func ping() -> Bool { true }
+
+    private func stopTurn(_ reason: CancelReason) {
+        guard var current = turn else { return }
+        if current.stopReason == nil { current.stopReason = reason }
+        turn = current
+        current.task.cancel()
+    }
+
+    private func stopReason(_ number: Int) -> CancelReason {
+        turn.flatMap { $0.number == number ? $0.stopReason : nil } ?? .cancelledByUser
+    }
+
+    private func released(_ number: Int) -> Bool {
+        turn.map { $0.number == number && $0.holdReleased } ?? false
+    }
+
+    // MARK: The turn
+
+    private func runTurn(number: Int, hold: Bool) async -> ControlResult {
+        keeper.update { $0.phase = .listening }
+        let recorded: [Int16]
+        switch await record(number: number, hold: hold) {
+        case .success(let samples): recorded = samples
+        case .failure(let end): return end
+        }
+        if Task.isCancelled { return .cancelled(stopReason(number)) }
+
+        keeper.update { $0.phase = .thinking }
+        let wav = WAV.encode(PCMAudio(sampleRate: 16000, channels: 1, samples: recorded))
+        let answer: VoiceAnswer
+        do {
+            answer = try await link.voice(wav: wav, client: settings.name, room: settings.room)
+        } catch {
+            if Task.isCancelled { return .cancelled(stopReason(number)) }
+            return .error(error)
+        }
+        if Task.isCancelled { return .cancelled(stopReason(number)) }
+        if !answer.heard.isEmpty { bus.publish(.heard(answer.heard)) }
+        if answer.heard.isEmpty && answer.reply.isEmpty { return .cancelled(.nothingHeard) }
+        bus.publish(.reply(text: answer.reply, via: answer.via))
+
+        if let audio = answer.audio {
+            let pcm: PCMAudio
+            do {
+                pcm = try WAV.decode(audio)
+            } catch {
+                return .failure(.badAnswer, "The server's spoken answer is not a WAV this satellite can play: \(error).")
+            }
+            keeper.update { $0.phase = .speaking }
+            do {
+                _ = try await playback.play(pcm)
+            } catch {
+                return .failure(.speakerUnavailable, "The answer could not be played on \(error.device): \(error.reason).")
+            }
+            if Task.isCancelled { return .cancelled(stopReason(number)) }
+        }
+        return .completed(["heard": .string(answer.heard), "reply": .string(answer.reply), "via": .string(answer.via)])
+    }
+
+    /// Records until the endpointer (or the holder) ends the utterance.
+    private func record(number: Int, hold: Bool) async -> Result<[Int16], ControlResult> {
+        let frames: AsyncStream<CaptureChunk>
+        do {
+            frames = try await capture.open()
+        } catch {
+            return .failure(.failure(.microphoneUnavailable, "The microphone \(error.device) cannot be opened: \(error.reason)."))
+        }
+        var endpointer = Endpointer(settings: settings.endpointing)
+        var recorded: [Int16] = []
+        var outcome: Result<[Int16], ControlResult>?
+        reading: for await chunk in frames {
+            switch chunk {
+            case .samples(let samples):
+                recorded.append(contentsOf: samples)
+                let decision = endpointer.feed(samples)
+                if hold {
+                    if released(number) || decision == .ended(.maxLength) { break reading }
+                } else {
+                    switch decision {
+                    case .ended: break reading
+                    case .nothingHeard: outcome = .failure(.cancelled(.nothingHeard)); break reading
+                    case .waiting, .speaking: break
+                    }
+                }
+            case .failed(let error):
+                outcome = .failure(.failure(.microphoneUnavailable, "The microphone \(error.device) failed while listening: \(error.reason)."))
+                break reading
+            }
+        }
+        await capture.close()
+        if Task.isCancelled { return .failure(.cancelled(stopReason(number))) }
+        if let outcome { return outcome }
+        if recorded.isEmpty {
+            return .failure(.failure(.microphoneUnavailable, "The microphone gave no sound at all."))
+        }
+        return .success(recorded)
+    }
+}

@@ -1,0 +1,80 @@
+// Turns control requests into calls on the actors and writes each one's single
+// result. `watch` turns its connection into a stream of events until the client
+// goes or the daemon stops.
+import Foundation
+import Synchronization
+import SatelliteCore
+
+/// The daemon's ControlHandler.
+public final class CommandRouter: ControlHandler {
+    private let conversation: Conversation
+    private let board: StatusBoard
+    private let bus: EventBus
+    private struct Watch { let task: Task<Void, Never>; let id: JSONValue; let connection: ControlConnection }
+    private let watches = Mutex<[ObjectIdentifier: Watch]>([:])
+
+    public init(conversation: Conversation, board: StatusBoard, bus: EventBus) {
+        self.conversation = conversation
+        self.board = board
+        self.bus = bus
+    }
+
+    public func handle(_ request: ControlRequest, on connection: ControlConnection) async {
+        let result: ControlResult
+        switch request.command {
+        case .status:
+            result = .completed(board.current.json)
+        case .version:
+            result = .completed(["satellite": .string(SatelliteVersion.satellite), "control": .number(Double(ControlProtocol.version)),
+                                 "parlourProtocol": .string(SatelliteVersion.parlourProtocol)])
+        case .watch:
+            startWatch(request.id, on: connection)
+            return
+        case .listen(let hold):
+            result = await conversation.listen(hold: hold, holder: connection)
+            bus.publish(.finished(command: "listen", result: result))
+        case .end:
+            result = .completed(["released": .bool(await conversation.release())])
+        case .cancel:
+            result = .completed(["cancelled": .bool(await conversation.cancel())])
+        case .ask(let text):
+            result = await conversation.ask(text)
+            bus.publish(.finished(command: "ask", result: result))
+        }
+        connection.finish(id: request.id, result)
+    }
+
+    public func readEnded(_ connection: ControlConnection) async {
+        // A held listen ends when its holder goes: what was heard is still sent.
+        _ = await conversation.release(from: connection)
+        if let watch = watches.withLock({ $0.removeValue(forKey: ObjectIdentifier(connection)) }) {
+            await end(watch, .cancelledByUser)
+        }
+    }
+
+    private func startWatch(_ id: JSONValue, on connection: ControlConnection) {
+        connection.startStreaming()
+        let events = bus.subscribe()
+        let task = Task {
+            for await event in events {
+                guard case .object(var fields) = event.json else { continue }
+                fields["v"] = .number(Double(ControlProtocol.version))
+                connection.send(JSONValue.object(fields).text)
+            }
+        }
+        watches.withLock { $0[ObjectIdentifier(connection)] = Watch(task: task, id: id, connection: connection) }
+    }
+
+    private func end(_ watch: Watch, _ reason: CancelReason) async {
+        watch.task.cancel()
+        await watch.task.value
+        watch.connection.stopStreaming()
+        watch.connection.finish(id: watch.id, .cancelled(reason))
+    }
+
+    /// Ends every watch with its one result, `cancelled` / `shutting_down`.
+    public func endWatches() async {
+        let all = watches.withLock { w in defer { w.removeAll() }; return Array(w.values) }
+        for watch in all { await end(watch, .shuttingDown) }
+    }
+}

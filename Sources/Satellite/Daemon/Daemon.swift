@@ -1,0 +1,85 @@
+// Wires the actors together, starts them in order, and stops them in reverse on
+// SIGTERM or SIGINT: the turn under way and every watch get their one result
+// (`shutting_down`) before the socket closes. READY=1 is sent only once the
+// control socket accepts, and the devices are probed after that, so a slow
+// sound card cannot delay readiness.
+import Foundation
+import SatelliteCore
+
+/// The parlour-satellite process.
+public final class Daemon: Sendable {
+    private let config: SatelliteConfig
+    private let paths: SatellitePaths
+    private let environment: [String: String]
+
+    public init(config: SatelliteConfig, paths: SatellitePaths, environment: [String: String]) {
+        self.config = config
+        self.paths = paths
+        self.environment = environment
+    }
+
+    /// Runs until SIGTERM or SIGINT. Throws when it cannot start (socket in use).
+    public func run(journal: Journal) async throws(SatelliteError) {
+        let signals = Signals.watch([SIGTERM, SIGINT])
+        let board = StatusBoard(StatusModel(
+            name: config.name, room: config.room, transport: config.transport.rawValue, wake: config.wake.rawValue,
+            version: SatelliteVersion.satellite, microphone: config.audio.input, speaker: config.audio.output))
+        let bus = EventBus(taps: [board.tap])
+        let journalEvents = bus.subscribe(bufferingNewest: 1024)
+        let notifierEvents = bus.subscribe()
+        let notifier = Notifier()
+        let keeper = StateKeeper(bus: bus)
+
+        let capture = AudioCapture(device: config.audio.input, bus: bus)
+        let playback = Playback(device: config.audio.output, bus: bus)
+        let serverURL = config.server.url.isEmpty ? nil : config.server.url
+        let link = Link(url: serverURL, how: serverURL == nil ? nil : .configured,
+                        tokens: TokenStore(stateDirectory: paths.stateDirectory, environment: environment),
+                        http: HTTPClient(), bus: bus, keeper: keeper, retryMs: config.server.retryMs)
+        let conversation = Conversation(
+            settings: .init(name: config.name, room: config.room, endpointing: .init(
+                silenceMs: config.audio.silenceMs, maxUtteranceMs: config.audio.maxUtteranceMs,
+                leadingSilenceMs: config.audio.leadingSilenceMs)),
+            capture: capture, playback: playback, link: link, bus: bus, keeper: keeper)
+        let router = CommandRouter(conversation: conversation, board: board, bus: bus)
+
+        let server = try ControlServer(path: paths.socket, handler: router)
+        let journalTask = Task { await journal.run(journalEvents, room: config.room) }
+        let notifierTask = Task { await notifier.run(notifierEvents, room: config.room) }
+
+        keeper.update { $0.hasServer = serverURL != nil }
+        server.start()
+        keeper.update { $0.started = true }
+        notifier.ready(status: keeper.state.sentence(room: config.room))
+        bus.notice(.notice, "parlour-satellite \(SatelliteVersion.satellite) is ready.",
+                   ["socket": paths.socket, "transport": config.transport.rawValue])
+
+        var services: [Task<Void, Never>] = [Task { await link.run() }]
+        services.append(Task {
+            _ = await capture.probe()
+            _ = await playback.probe()
+        })
+        if let interval = notifier.watchdogInterval {
+            let pings: [@Sendable () async -> Bool] = [
+                { await conversation.ping() }, { await link.ping() }, { await capture.ping() }, { await playback.ping() },
+            ]
+            services.append(Task { await notifier.watchdog(every: interval, pings: pings) })
+        }
+
+        for await signal in signals {
+            bus.notice(.notice, "Shutting down on \(signal == SIGTERM ? "SIGTERM" : "SIGINT").")
+            break
+        }
+        notifier.stopping()
+        server.stop()
+        await conversation.shutdown()
+        await router.endWatches()
+        for service in services.reversed() { service.cancel() }
+        for service in services.reversed() { await service.value }
+        await capture.close()
+        bus.notice(.notice, "parlour-satellite stopped.")
+        bus.finish()
+        await journalTask.value
+        await notifierTask.value
+    }
+}

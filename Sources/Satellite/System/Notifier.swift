@@ -1,0 +1,51 @@
+// Tells systemd how the satellite is: READY=1 once the control socket accepts,
+// STATUS= a plain sentence for each state, STOPPING=1 on shutdown, and
+// WATCHDOG=1 only after every actor has answered a ping, so a stuck actor lets
+// the watchdog fire instead of being hidden by a bare timer.
+import Foundation
+import CSystemd
+import SatelliteCore
+
+/// sd_notify for the daemon. Without NOTIFY_SOCKET every call does nothing.
+public struct Notifier: Sendable {
+    public init() {}
+
+    public func send(_ message: String) {
+        _ = sd_notify(0, message)
+    }
+
+    public func ready(status: String) { send("READY=1\nSTATUS=\(status)") }
+    public func status(_ sentence: String) { send("STATUS=\(sentence)") }
+    public func stopping() { send("STOPPING=1\nSTATUS=Shutting down.") }
+
+    /// Sends STATUS= for every state change until the stream ends.
+    public func run(_ events: AsyncStream<SatelliteEvent>, room: String) async {
+        var room = room
+        var state = SatelliteState.starting
+        for await event in events {
+            switch event {
+            case .state(let s, _): state = s
+            case .room(let r): room = r
+            default: continue
+            }
+            status(state.sentence(room: room))
+        }
+    }
+
+    /// The watchdog interval systemd asked for, if any.
+    public var watchdogInterval: Duration? {
+        var usec: UInt64 = 0
+        guard sd_watchdog_enabled(0, &usec) > 0, usec > 0 else { return nil }
+        return .microseconds(Int64(usec))
+    }
+
+    /// Every half interval: ping every actor, then WATCHDOG=1. Ends when cancelled.
+    public func watchdog(every interval: Duration, pings: [@Sendable () async -> Bool]) async {
+        while !Task.isCancelled {
+            var alive = true
+            for ping in pings where !(await ping()) { alive = false }
+            if alive { send("WATCHDOG=1") }
+            try? await Task.sleep(for: interval / 2)
+        }
+    }
+}

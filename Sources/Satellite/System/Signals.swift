@@ -1,0 +1,32 @@
+// SIGTERM and SIGINT as an AsyncStream. The signals are blocked from their
+// default action and registered before anything else starts, so an early
+// SIGTERM from systemd is not missed. SIGPIPE is ignored: a client that goes
+// away while the daemon writes to it is an error on that write, not a death.
+import Foundation
+import Dispatch
+
+public enum Signals {
+    public static func watch(_ numbers: [Int32]) -> AsyncStream<Int32> {
+        signal(SIGPIPE, SIG_IGN)
+        let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
+        var sources: [DispatchSourceSignal] = []
+        for number in numbers {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { continuation.yield(number) }
+            source.resume()
+            sources.append(source)
+        }
+        let keep = SourceHolder(sources)
+        continuation.onTermination = { _ in keep.cancel() }
+        return stream
+    }
+
+    /// Keeps the dispatch sources alive as long as the stream is.
+    private final class SourceHolder: @unchecked Sendable {
+        // Only touched at creation and on termination, never at the same time.
+        private let sources: [DispatchSourceSignal]
+        init(_ sources: [DispatchSourceSignal]) { self.sources = sources }
+        func cancel() { sources.forEach { $0.cancel() } }
+    }
+}

@@ -1,0 +1,85 @@
+// What parlourctl prints for a result: a human sentence by default, the result
+// object with --json. Pure, so the words are tested without a daemon.
+
+/// parlourctl's rendering of one result.
+public enum ResultText {
+    /// The text for standard output and for standard error (either may be empty).
+    public static func render(_ command: ControlCommand, _ result: ControlResult, json: Bool) -> (out: String, err: String) {
+        if json { return (result.json.text + "\n", "") }
+        switch result {
+        case .error(let e): return ("", "Error: \(e.message)\n")
+        case .cancelled(let reason): return ("", "Cancelled: \(reason.sentence)\n")
+        case .completed(let response): return (completed(command, response), "")
+        }
+    }
+
+    static func completed(_ command: ControlCommand, _ r: JSONValue) -> String {
+        switch command {
+        case .status: return status(r)
+        case .listen:
+            let heard = r["heard"]?.stringValue ?? ""
+            return "Heard: \(heard.isEmpty ? "(nothing)" : heard)\nReply: \(r["reply"]?.stringValue ?? "")\(via(r))\n"
+        case .ask: return "\(r["reply"]?.stringValue ?? "")\(via(r))\n"
+        case .cancel: return r["cancelled"]?.boolValue == true ? "Cancelled what was under way.\n" : "Nothing was under way.\n"
+        case .end: return r["released"]?.boolValue == true ? "Stopped listening; sending what was heard.\n" : "Nothing was being held.\n"
+        case .version:
+            return "parlour-satellite \(r["satellite"]?.stringValue ?? "?"), control protocol \(r["control"]?.intValue.map(String.init) ?? "?"), "
+                + "Parlour protocol \(r["parlourProtocol"]?.stringValue ?? "?")\n"
+        case .watch: return ""
+        }
+    }
+
+    static func via(_ r: JSONValue) -> String {
+        switch r["via"]?.stringValue {
+        case "cloud"?: return " (answered with the cloud)"
+        case "satellite"?: return " (said by the satellite itself: the house was not reached)"
+        default: return ""
+        }
+    }
+
+    /// One watch event as a line.
+    public static func event(_ e: JSONValue, json: Bool) -> String {
+        if json { return e.text + "\n" }
+        return "\(e["event"]?.stringValue ?? "?"): \(e["message"]?.stringValue ?? "")\n"
+    }
+
+    static func status(_ s: JSONValue) -> String {
+        func word(_ v: JSONValue?) -> String {
+            switch v {
+            case .bool(true)?: return "yes"
+            case .bool(false)?: return "no"
+            case .string(let t)?: return t.isEmpty ? "-" : t
+            default: return "unknown"
+            }
+        }
+        func device(_ d: JSONValue?) -> String {
+            let name = d?["device"]?.stringValue ?? "?"
+            switch d?["ok"] {
+            case .bool(true)?: return "\(name) (works)"
+            case .bool(false)?: return "\(name) (not working: \(d?["error"]?.stringValue ?? "unknown reason"))"
+            default: return "\(name) (not checked yet)"
+            }
+        }
+        let server = s["server"]
+        var serverLine = "none"
+        if let url = server?["url"]?.stringValue {
+            serverLine = url
+            if let name = server?["name"]?.stringValue { serverLine = "\(name) at \(url)" }
+            if let how = server?["how"]?.stringValue { serverLine += ", \(how)" }
+            serverLine += "; reachable: \(word(server?["reachable"])); token accepted: \(word(server?["tokenAccepted"]))"
+        }
+        return """
+            State:      \(word(s["state"]))
+            Name:       \(word(s["name"]))
+            Room:       \(word(s["room"]))
+            Transport:  \(word(s["transport"])) (wake: \(word(s["wake"])))
+            Server:     \(serverLine)
+            Bonjour:    \(word(s["bonjour"]))
+            Microphone: \(device(s["microphone"]))
+            Speaker:    \(device(s["speaker"]))
+            Muted:      \(word(s["muted"]))
+            Version:    \(word(s["version"]))
+
+            """
+    }
+}

@@ -1,0 +1,66 @@
+// parlourctl's end of the control socket: connect, send a line, read lines.
+// It talks to the daemon and to nothing else, and holds no secret.
+import Foundation
+import SatelliteCore
+
+/// A blocking connection to the daemon's control socket.
+final class ControlClient {
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+
+    /// Connects, or fails with `daemon_unavailable` (nobody there) or `permission_denied`.
+    init(path: String) throws(SatelliteError) {
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw SatelliteError(.daemonUnavailable, "Cannot make a socket: \(String(cString: strerror(errno))).") }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            close(fd)
+            throw SatelliteError(.invalidRequest, "The socket path \(path) is too long.")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        if connected != 0 {
+            let code = errno
+            close(fd)
+            if code == EACCES || code == EPERM {
+                throw SatelliteError(.permissionDenied,
+                    "You may not talk to the satellite at \(path). Ask an admin to add you to the parlour group (sudo usermod -aG parlour $USER), then log in again.")
+            }
+            throw SatelliteError(.daemonUnavailable,
+                "The satellite is not running (nothing answers at \(path): \(String(cString: strerror(code)))). Start it with: sudo systemctl start parlour-satellite")
+        }
+    }
+
+    deinit { close(fd) }
+
+    func send(_ line: String) throws(SatelliteError) {
+        let bytes = Array((line + "\n").utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, bytes.count - offset) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw SatelliteError(.daemonUnavailable, "The satellite closed the connection.") }
+            offset += n
+        }
+    }
+
+    /// The next line, or nil when the daemon closed the connection.
+    func readLine() -> String? {
+        while true {
+            if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: buffer[..<newline], as: UTF8.self)
+                buffer.removeSubrange(...newline)
+                return line
+            }
+            var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return nil }
+            buffer.append(contentsOf: chunk[..<n])
+        }
+    }
+}

@@ -1,0 +1,105 @@
+// A real parlour-satellite process for a test: its own config, state folder,
+// socket, notify socket and ALSA devices (the paced test card under the file
+// plugin: the microphone reads mic.raw at real time, the speaker writes
+// played.raw). start() returns when the daemon sends READY=1.
+import Foundation
+import SatelliteCore
+
+final class DaemonHarness: Sendable {
+    let dir: URL
+    let notify: NotifySocket
+    let socket: String
+    let stateDirectory: String
+    let environment: [String: String]
+    private let process: Process
+    private let stderrURL: URL
+
+    var micFile: URL { dir.appendingPathComponent("mic.raw") }
+    var speakerFile: URL { dir.appendingPathComponent("played.raw") }
+
+    /// Starts the daemon with `config` (written to satellite.json) and waits for READY=1.
+    static func start(config: JSONValue, token: String? = nil, mic: Data = Data(),
+                      environment extra: [String: String] = [:]) async throws -> DaemonHarness {
+        let dir = try Package.temporaryDirectory("sat")
+        try config.prettyText.write(to: dir.appendingPathComponent("satellite.json"), atomically: true, encoding: .utf8)
+        try mic.write(to: dir.appendingPathComponent("mic.raw"))
+        let library = try await ALSAFixture.pacedLibrary()
+        let asound = """
+            pcm_type.paced { lib "\(library)" }
+            pcm.clock { type paced }
+            pcm.testmic { type file slave.pcm "clock" file "/dev/null" infile "\(dir.path)/mic.raw" format "raw" }
+            pcm.testspeaker_file { type file slave.pcm "clock" file "\(dir.path)/played.raw" format "raw" }
+            pcm.testspeaker { type plug slave { pcm "testspeaker_file" format S16_LE rate 16000 channels 1 } }
+
+            """
+        try asound.write(to: dir.appendingPathComponent("asound.conf"), atomically: true, encoding: .utf8)
+        let state = dir.appendingPathComponent("state").path
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        if let token { try (token + "\n").write(toFile: state + "/token", atomically: true, encoding: .utf8) }
+        let notify = try NotifySocket(path: dir.appendingPathComponent("notify.sock").path)
+
+        var environment = ProcessInfo.processInfo.environment
+        for key in ["PARLOUR_TOKEN", "JOURNAL_STREAM", "STATE_DIRECTORY", "RUNTIME_DIRECTORY", "CREDENTIALS_DIRECTORY",
+                    "WATCHDOG_USEC", "WATCHDOG_PID"] {
+            environment.removeValue(forKey: key)
+        }
+        environment["ALSA_CONFIG_PATH"] = "/usr/share/alsa/alsa.conf:\(dir.path)/asound.conf"
+        environment["PARLOUR_SATELLITE_CONFIG"] = dir.appendingPathComponent("satellite.json").path
+        environment["PARLOUR_SATELLITE_STATE"] = state
+        environment["PARLOUR_SATELLITE_SOCKET"] = dir.appendingPathComponent("control.sock").path
+        environment["NOTIFY_SOCKET"] = notify.path
+        environment.merge(extra) { _, new in new }
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Package.binDirectory + "/parlour-satellite")
+        process.environment = environment
+        let stderrURL = dir.appendingPathComponent("stderr.log")
+        FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: stderrURL)
+        process.standardOutput = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let harness = DaemonHarness(dir: dir, notify: notify, socket: environment["PARLOUR_SATELLITE_SOCKET"]!,
+                                    stateDirectory: state, environment: environment, process: process, stderrURL: stderrURL)
+        await notify.wait(for: "READY=1")
+        return harness
+    }
+
+    private init(dir: URL, notify: NotifySocket, socket: String, stateDirectory: String, environment: [String: String],
+                 process: Process, stderrURL: URL) {
+        self.dir = dir
+        self.notify = notify
+        self.socket = socket
+        self.stateDirectory = stateDirectory
+        self.environment = environment
+        self.process = process
+        self.stderrURL = stderrURL
+    }
+
+    /// Runs parlourctl against this daemon.
+    func ctl(_ arguments: String..., input: String? = nil) async throws -> Finished {
+        try await Subprocess.run(Package.binDirectory + "/parlourctl", arguments, environment: environment, input: input)
+    }
+
+    /// The result object of `parlourctl --json ARGS`.
+    func result(_ arguments: String...) async throws -> JSONValue {
+        let done = try await Subprocess.run(Package.binDirectory + "/parlourctl", ["--json"] + arguments, environment: environment)
+        return try JSONValue.parse(done.out)
+    }
+
+    var stderr: String { (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? "" }
+
+    var isRunning: Bool { process.isRunning }
+
+    /// Sends SIGTERM and returns the exit status.
+    @discardableResult
+    func stop() async -> Int32 {
+        guard process.isRunning else { return process.terminationStatus }
+        let status: Int32 = await withCheckedContinuation { continuation in
+            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+            if process.isRunning { process.terminate() } else { continuation.resume(returning: process.terminationStatus) }
+        }
+        notify.close()
+        return status
+    }
+}

@@ -1,0 +1,74 @@
+// The project's own Parlour server (Tests/Server/parlour_test_server.py), a
+// strict aiohttp peer, started for a test on a free loopback port. Knobs make
+// it misbehave; its request log shows what the satellite sent.
+import Foundation
+@testable import Satellite
+import SatelliteCore
+
+final class TestServer: Sendable {
+    let port: Int
+    let token: String
+    private let process: Process
+
+    var url: String { "http://127.0.0.1:\(port)" }
+
+    static func start(token: String = "test-token-\(UUID().uuidString.prefix(8))", knobs: JSONValue? = nil,
+                      host: String = "127.0.0.1", name: String = "Parlour on den") async throws -> TestServer {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Package.python)
+        var arguments = [Package.root.appendingPathComponent("Tests/Server/parlour_test_server.py").path,
+                         "--host", host, "--port", "0", "--token", token, "--name", name]
+        if let knobs { arguments += ["--knobs", knobs.text] }
+        process.arguments = arguments
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.standardError
+        try process.run()
+        let handle = out.fileHandleForReading
+        // Wait for "LISTENING <port>" on a thread of its own: a blocking read must not hold the pool.
+        let port: Int = try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                var text = ""
+                while true {
+                    let data = handle.availableData
+                    if data.isEmpty { continuation.resume(throwing: TestFailure("the test server exited before listening")); return }
+                    text += String(decoding: data, as: UTF8.self)
+                    if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("LISTENING ") }),
+                       let port = Int(line.dropFirst("LISTENING ".count).trimmingCharacters(in: .whitespaces)) {
+                        continuation.resume(returning: port)
+                        return
+                    }
+                }
+            }.start()
+        }
+        return TestServer(port: port, token: token, process: process)
+    }
+
+    private init(port: Int, token: String, process: Process) {
+        self.port = port
+        self.token = token
+        self.process = process
+    }
+
+    private func call(_ method: String, _ path: String, _ body: JSONValue? = nil) async throws -> JSONValue {
+        let response = try await HTTPClient().send(HTTPRequest(
+            method: method, url: url + path, headers: ["Content-Type": "application/json"], body: body?.data))
+        return try JSONValue.parse(response.body)
+    }
+
+    func setKnobs(_ knobs: JSONValue) async throws { _ = try await call("POST", "/_test/knobs", knobs) }
+    func reset() async throws { _ = try await call("POST", "/_test/reset", [:]) }
+
+    /// Every request the server received, oldest first.
+    func requests() async throws -> [JSONValue] { try await call("GET", "/_test/log")["requests"]?.arrayValue ?? [] }
+    func socketLog() async throws -> [JSONValue] { try await call("GET", "/_test/log")["socket"]?.arrayValue ?? [] }
+
+    func stop() {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+
+    deinit { stop() }
+}
