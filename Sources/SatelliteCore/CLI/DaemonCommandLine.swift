@@ -42,8 +42,7 @@ public enum DaemonCommandLine {
                 wantsVersion = true
             case .option(let name, let inline):
                 guard let option = options.first(where: { $0.name == name }) else {
-                    let known = options.map(\.name) + ["--version", "--help"]
-                    fail("Unknown option '\(name)'." + Suggestion.didYouMean(name, among: known))
+                    fail("Unknown option '\(name)'." + Suggestion.didYouMean(name, among: options.map(\.name)))
                     continue
                 }
                 // The last one wins, as with most daemons, so a wrapper can override a unit's option.

@@ -94,20 +94,24 @@ public enum ParlourctlCommandLine {
                     if firstError == nil { firstError = unknownCommand(name) }
                 }
             case .option(let name, let inline):
-                let option = (globalOptions + (command?.options ?? [])).first { $0.name == name }
-                switch name {
-                case "--help", "-h", "--version":
+                if ["--help", "-h", "--version"].contains(name) {
                     if inline != nil { fail("'\(name)' takes no value.") }
                     if name == "--version" { wantsVersion = true } else { wantsHelp = true }
-                case _ where option == nil:
-                    let known = (command?.options ?? []).map(\.name) + globalOptions.map(\.name) + ["--help", "--version"]
-                    fail("Unknown option '\(name)'." + Suggestion.didYouMean(name, among: known))
-                case _ where option?.value == nil:
+                    continue
+                }
+                let known = globalOptions + (command?.options ?? [])
+                guard let option = known.first(where: { $0.name == name }) else {
+                    // --help and --version are not offered: "--hold" is no typo of "--help".
+                    fail("Unknown option '\(name)'." + Suggestion.didYouMean(name, among: known.map(\.name)))
+                    continue
+                }
+                if option.value == nil {
                     if inline != nil { fail("'\(name)' takes no value.") }
                     if name == "--json" { json = true } else { flags.insert(name) }
-                default:
-                    guard let value = cursor.value(inline: inline) else { fail("Missing value for '\(option!.label)'."); continue }
+                } else if let value = cursor.value(inline: inline) {
                     if name == "--socket" { socket = value } else { values[name] = value }
+                } else {
+                    fail("Missing value for '\(option.label)'.")
                 }
             }
         }
