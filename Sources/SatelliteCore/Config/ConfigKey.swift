@@ -1,0 +1,193 @@
+// One row per key of satellite.json: where it sits, what it accepts, how it is
+// written back. A new setting is a property on SatelliteConfig and one row in
+// `all`; the loader walks the file against this table, so wrong values and
+// unknown keys are named by their full path without code of their own.
+
+import Foundation
+
+/// A value a key refused: what the key expected, and how to show what was found
+/// when quoting the value itself would be wrong (it may hold a password).
+struct Rejection: Error {
+    let expected: String
+    let found: String?
+
+    init(_ expected: String, found: String? = nil) {
+        self.expected = expected
+        self.found = found
+    }
+
+    func message(for value: JSONValue) -> String {
+        "expected \(expected), found \(found ?? Rejection.describe(value))"
+    }
+
+    /// A value as a person would recognise it in their file: strings quoted (long ones cut), containers by kind.
+    static func describe(_ value: JSONValue) -> String {
+        switch value {
+        case .string(let s) where s.count > 60: JSONValue.string(s.prefix(57) + "...").text
+        case .array, .object: value.kindName
+        default: value.text
+        }
+    }
+}
+
+/// A key of satellite.json that holds a value (not an object of keys).
+struct ConfigKey: Sendable {
+    /// Dotted path, such as `audio.silenceMs`.
+    let path: String
+    /// Checks the value from the file and stores it.
+    let read: @Sendable (JSONValue, inout SatelliteConfig) throws(Rejection) -> Void
+    /// The value as the file would hold it.
+    let render: @Sendable (SatelliteConfig) -> JSONValue
+
+    /// Every key, in the order errors and the example file name them.
+    static let all: [ConfigKey] = [
+        .string("name", \.name, check: name),
+        .string("room", \.room, check: room),
+        .string("server.url", \.server.url, check: serverURL),
+        .milliseconds("server.retryMs", \.server.retryMs, 1_000...3_600_000),
+        .choice("transport", \.transport),
+        .choice("wake", \.wake),
+        .string("audio.input", \.audio.input, check: deviceName),
+        .string("audio.output", \.audio.output, check: deviceName),
+        .milliseconds("audio.silenceMs", \.audio.silenceMs, 100...10_000),
+        .milliseconds("audio.maxUtteranceMs", \.audio.maxUtteranceMs, 1_000...120_000),
+        .milliseconds("audio.leadingSilenceMs", \.audio.leadingSilenceMs, 500...60_000),
+    ]
+
+    /// Checks that involve more than one key, run after every key is read; the path is the key blamed.
+    static let rules: [(path: String, check: @Sendable (SatelliteConfig) throws(Rejection) -> Void)] = [
+        ("audio.maxUtteranceMs", { config throws(Rejection) in
+            guard config.audio.maxUtteranceMs > config.audio.silenceMs else {
+                throw Rejection("more than audio.silenceMs (\(config.audio.silenceMs))")
+            }
+        }),
+    ]
+}
+
+// MARK: - Kinds of key
+
+extension ConfigKey {
+    /// A string key; `check` returns the value to store, or nil to keep the default.
+    static func string(_ path: String, _ field: WritableKeyPath<SatelliteConfig, String> & Sendable,
+                       check: @escaping @Sendable (String) throws(Rejection) -> String?) -> ConfigKey {
+        ConfigKey(path: path, read: { value, config throws(Rejection) in
+            guard let text = value.stringValue else { throw Rejection("a string") }
+            if let kept = try check(text) { config[keyPath: field] = kept }
+        }, render: { .string($0[keyPath: field]) })
+    }
+
+    static func milliseconds(_ path: String, _ field: WritableKeyPath<SatelliteConfig, Int> & Sendable,
+                             _ range: ClosedRange<Int>) -> ConfigKey {
+        ConfigKey(path: path, read: { value, config throws(Rejection) in
+            guard let ms = value.intValue, range.contains(ms) else {
+                throw Rejection("a whole number of milliseconds from \(range.lowerBound) to \(range.upperBound)")
+            }
+            config[keyPath: field] = ms
+        }, render: { .number(Double($0[keyPath: field])) })
+    }
+
+    /// A key that takes one word from a closed set, such as `transport`.
+    static func choice<Choice: RawRepresentable & CaseIterable & Sendable>(
+        _ path: String, _ field: WritableKeyPath<SatelliteConfig, Choice> & Sendable
+    ) -> ConfigKey where Choice.RawValue == String {
+        ConfigKey(path: path, read: { value, config throws(Rejection) in
+            guard let word = value.stringValue, let choice = Choice(rawValue: word) else {
+                let words = Choice.allCases.map { "\"\($0.rawValue)\"" }
+                throw Rejection(words.dropLast().joined(separator: ", ") + " or " + words.last!)
+            }
+            config[keyPath: field] = choice
+        }, render: { .string($0[keyPath: field].rawValue) })
+    }
+}
+
+// MARK: - Checks
+
+extension ConfigKey {
+    static func name(_ text: String) throws(Rejection) -> String? {
+        // "" is what the example file holds: the short host name, already the default.
+        if text.isEmpty { return nil }
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty, trimmed.count <= 64, !hasControlCharacters(trimmed) else {
+            throw Rejection("a name of 1 to 64 characters, or \"\" for the short host name")
+        }
+        return trimmed
+    }
+
+    static func room(_ text: String) throws(Rejection) -> String? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard trimmed.count <= 40, !hasControlCharacters(trimmed) else {
+            throw Rejection("a room name of at most 40 characters, or \"\" for none")
+        }
+        return trimmed
+    }
+
+    static func deviceName(_ text: String) throws(Rejection) -> String? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty, !hasControlCharacters(trimmed) else {
+            throw Rejection("an ALSA device name such as \"default\" or \"plughw:1,0\"")
+        }
+        return trimmed
+    }
+
+    /// `""`, or `http(s)://host[:port]` stored without a trailing slash so that routes can be appended.
+    static func serverURL(_ text: String) throws(Rejection) -> String? {
+        if text.isEmpty { return "" }
+        let example = "such as \"http://parlour.local:8765\""
+        guard var parts = URLComponents(string: text), let scheme = parts.scheme?.lowercased(),
+              scheme == "http" || scheme == "https", let host = parts.host, !host.isEmpty
+        else {
+            throw Rejection("\"\" (find the server with Bonjour) or an http:// or https:// address \(example)")
+        }
+        // Checked first, and the value is not quoted back: it may hold a password.
+        if parts.user != nil || parts.password != nil {
+            throw Rejection("an address without \"user:password@\" (the satellite's only credential is its token,"
+                + " and it goes to the server alone)", found: "an address with a user name or password in it")
+        }
+        if !(parts.path.isEmpty || parts.path == "/") {
+            throw Rejection("the server's address with no path, \(example) (the satellite adds /v1 and /listen itself)")
+        }
+        if parts.query != nil { throw Rejection("an address with no query (\"?...\"), \(example)") }
+        if parts.fragment != nil { throw Rejection("an address with no fragment (\"#...\"), \(example)") }
+        if let port = parts.port, !(1...65_535).contains(port) {
+            throw Rejection("an address whose port is from 1 to 65535")
+        }
+        parts.scheme = scheme
+        parts.path = ""
+        return parts.string ?? text
+    }
+
+    private static func hasControlCharacters(_ text: String) -> Bool {
+        text.unicodeScalars.contains { CharacterSet.controlCharacters.contains($0) }
+    }
+}
+
+// MARK: - Shape of the file
+
+extension ConfigKey {
+    static let byPath: [String: ConfigKey] = Dictionary(uniqueKeysWithValues: all.map { ($0.path, $0) })
+
+    /// The names directly inside an object path (`""` is the top level), in table order; nil when
+    /// the path is not an object of keys.
+    static func children(of object: String) -> [String]? {
+        let prefix = object.isEmpty ? "" : object + "."
+        var names: [String] = []
+        for key in all where key.path.hasPrefix(prefix) {
+            let name = String(key.path.dropFirst(prefix.count).prefix { $0 != "." })
+            if !names.contains(name) { names.append(name) }
+        }
+        return names.isEmpty ? nil : names
+    }
+
+    /// Every path a file may hold: the keys and the objects around them.
+    static let knownPaths: [String] = {
+        var paths: [String] = []
+        for key in all {
+            let parts = key.path.split(separator: ".")
+            for end in 1...parts.count {
+                let path = parts[..<end].joined(separator: ".")
+                if !paths.contains(path) { paths.append(path) }
+            }
+        }
+        return paths
+    }()
+}

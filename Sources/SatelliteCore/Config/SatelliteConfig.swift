@@ -1,0 +1,111 @@
+// The settings in satellite.json as plain values, already checked. Everything
+// downstream reads this and never the JSON, so a setting is validated once;
+// the keys themselves (names, ranges, defaults in the file) live in ConfigKey.
+
+/// The satellite's settings (INTERFACE.md, "Config").
+public struct SatelliteConfig: Sendable, Equatable {
+    /// How audio reaches the server.
+    public enum Transport: String, Sendable, CaseIterable {
+        /// Hold the `/listen` WebSocket open.
+        case stream
+        /// Post each utterance to `/voice`.
+        case record
+    }
+
+    /// Who decides when to listen, with the `stream` transport.
+    public enum Wake: String, Sendable, CaseIterable {
+        /// Stream the room; the server listens for the wake word.
+        case server
+        /// Send audio only after `parlourctl listen` (or a button).
+        case push
+    }
+
+    public struct Server: Sendable, Equatable {
+        /// Empty: find the server with Bonjour, then pin it. Set: use only this server.
+        /// Always `http(s)://host[:port]`, with no trailing slash.
+        public var url: String
+        /// The cap of the reconnect back-off.
+        public var retryMs: Int
+
+        public init(url: String, retryMs: Int) {
+            self.url = url
+            self.retryMs = retryMs
+        }
+    }
+
+    public struct Audio: Sendable, Equatable {
+        /// ALSA capture device name.
+        public var input: String
+        /// ALSA playback device name.
+        public var output: String
+        /// Silence that ends an utterance the satellite endpoints itself.
+        public var silenceMs: Int
+        /// The longest utterance.
+        public var maxUtteranceMs: Int
+        /// Give up (`nothing_heard`) when no speech starts within this.
+        public var leadingSilenceMs: Int
+
+        public init(input: String, output: String, silenceMs: Int, maxUtteranceMs: Int, leadingSilenceMs: Int) {
+            self.input = input
+            self.output = output
+            self.silenceMs = silenceMs
+            self.maxUtteranceMs = maxUtteranceMs
+            self.leadingSilenceMs = leadingSilenceMs
+        }
+    }
+
+    /// The client name the server sees. Never empty: `""` in the file means the short host name.
+    public var name: String
+    /// The room it stands in; empty means none.
+    public var room: String
+    public var server: Server
+    public var transport: Transport
+    public var wake: Wake
+    public var audio: Audio
+
+    public init(name: String, room: String, server: Server, transport: Transport, wake: Wake, audio: Audio) {
+        self.name = name
+        self.room = room
+        self.server = server
+        self.transport = transport
+        self.wake = wake
+        self.audio = audio
+    }
+
+    /// Every setting at its default, named after the host.
+    public static func defaults(hostName: String) -> SatelliteConfig {
+        SatelliteConfig(
+            name: shortHostName(hostName),
+            room: "",
+            server: Server(url: "", retryMs: 15_000),
+            transport: .stream,
+            wake: .server,
+            audio: Audio(input: "default", output: "default", silenceMs: 800, maxUtteranceMs: 15_000,
+                         leadingSilenceMs: 2_500))
+    }
+
+    /// The host name up to its first dot: `den.local` is `den`.
+    public static func shortHostName(_ hostName: String) -> String {
+        String(hostName.prefix { $0 != "." })
+    }
+
+    /// The config as satellite.json with every key, nested the way the file nests it.
+    public func json() -> JSONValue {
+        var root: [String: JSONValue] = [:]
+        for key in ConfigKey.all {
+            root.insert(key.render(self), at: key.path.split(separator: ".").map(String.init))
+        }
+        return .object(root)
+    }
+}
+
+extension Dictionary where Key == String, Value == JSONValue {
+    /// Sets a value at a key path, making the objects on the way.
+    fileprivate mutating func insert(_ value: JSONValue, at path: [String]) {
+        guard let first = path.first else { return }
+        if path.count == 1 { self[first] = value; return }
+        var inner = self[first]?.objectValue ?? [:]
+        inner.insert(value, at: Array(path.dropFirst()))
+        self[first] = .object(inner)
+    }
+}

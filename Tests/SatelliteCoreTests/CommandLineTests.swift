@@ -1,0 +1,290 @@
+import Testing
+@testable import SatelliteCore
+
+@Suite("parlourctl command line")
+struct ParlourctlCommandLineTests {
+    private static func run(_ command: ControlCommand, json: Bool = false, socket: String? = nil) -> ParlourctlInvocation {
+        ParlourctlInvocation(action: .run(command), json: json, socket: socket)
+    }
+
+    @Test("commands and global options are understood wherever the options stand", arguments: [
+        (["status"], run(.status)),
+        (["--json", "status"], run(.status, json: true)),
+        (["status", "--json"], run(.status, json: true)),
+        (["--socket", "/tmp/c.sock", "watch"], run(.watch, socket: "/tmp/c.sock")),
+        (["watch", "--socket=/tmp/c.sock", "--json"], run(.watch, json: true, socket: "/tmp/c.sock")),
+        (["--socket", "/a", "--socket", "/b", "cancel"], run(.cancel, socket: "/b")),
+        (["listen"], run(.listen(hold: false))),
+        (["listen", "--hold"], run(.listen(hold: true))),
+        (["--json", "listen", "--hold"], run(.listen(hold: true), json: true)),
+        (["cancel"], run(.cancel)),
+        (["version"], run(.version)),
+        (["ask", "what", "time", "is", "it?"], run(.ask(text: "what time is it?"))),
+        (["ask", "  turn off  ", "the\tlights "], run(.ask(text: "turn off the lights"))),
+        (["ask", "--json", "is it raining"], run(.ask(text: "is it raining"), json: true)),
+        (["ask", "--", "-5", "degrees", "--json?"], run(.ask(text: "-5 degrees --json?"))),
+        (["--version"], ParlourctlInvocation(action: .version)),
+    ])
+    func understood(arguments: [String], expected: ParlourctlInvocation) {
+        #expect(ParlourctlCommandLine.parse(arguments) == .success(expected))
+    }
+
+    @Test("bad command lines are usage errors that quote the offending word", arguments: [
+        (["--jsno", "status"], "Error: Unknown option '--jsno'. Did you mean '--json'?\nSee 'parlourctl --help'."),
+        (["status", "--hold"], "Error: Unknown option '--hold'.\nSee 'parlourctl status --help'."),
+        (["--hold", "listen"], "Error: Unknown option '--hold'.\nSee 'parlourctl --help'."),
+        (["listen", "--hodl"], "Error: Unknown option '--hodl'. Did you mean '--hold'?\nSee 'parlourctl listen --help'."),
+        (["listen", "--hold=yes"], "Error: '--hold' takes no value.\nSee 'parlourctl listen --help'."),
+        (["status", "--json=1"], "Error: '--json' takes no value.\nSee 'parlourctl status --help'."),
+        (["status", "--socket"], "Error: Missing value for '--socket <path>'.\nSee 'parlourctl status --help'."),
+        (["--socket", "--json", "status"], "Error: Missing value for '--socket <path>'.\nSee 'parlourctl --help'."),
+        (["--socket=", "status"], "Error: Missing value for '--socket <path>'.\nSee 'parlourctl --help'."),
+        (["stauts"], "Error: Unknown command 'stauts'. Did you mean 'status'?\nSee 'parlourctl --help'."),
+        (["frobnicate", "now"], "Error: Unknown command 'frobnicate'.\nSee 'parlourctl --help'."),
+        (["--json"], "Error: Missing expected argument '<subcommand>'.\nSee 'parlourctl --help'."),
+        (["status", "now"], "Error: Unexpected argument 'now'.\nSee 'parlourctl status --help'."),
+        (["listen", "hold"], "Error: Unexpected argument 'hold'.\nSee 'parlourctl listen --help'."),
+        (["ask"], "Error: Missing expected argument '<text> ...'.\nSee 'parlourctl ask --help'."),
+        (["ask", " ", "\t"], "Error: Missing expected argument '<text> ...'.\nSee 'parlourctl ask --help'."),
+        (["ask", "-5", "degrees"], "Error: Unknown option '-5'.\nSee 'parlourctl ask --help'."),
+        (["help", "stauts"], "Error: Unknown command 'stauts'. Did you mean 'status'?\nSee 'parlourctl --help'."),
+        (["frobnicate", "--help"], "Error: Unknown command 'frobnicate'.\nSee 'parlourctl --help'."),
+        (["--version=2"], "Error: '--version' takes no value.\nSee 'parlourctl --help'."),
+    ])
+    func usageErrors(arguments: [String], message: String) throws {
+        let result = ParlourctlCommandLine.parse(arguments)
+        guard case .failure(let error) = result else {
+            Issue.record("\(arguments) was accepted as \(result)")
+            return
+        }
+        #expect(error.description == message)
+    }
+
+    @Test("usage errors exit 2")
+    func exitCode() {
+        #expect(UsageError.exitCode == 2)
+    }
+
+    @Test("with no arguments, and with --help or -h anywhere, parlourctl shows the top-level help", arguments: [
+        [], ["--help"], ["-h"], ["help"], ["--json", "-h"], ["--bogus", "--help"],
+    ])
+    func topLevelHelp(arguments: [String]) {
+        #expect(ParlourctlCommandLine.parse(arguments).map(\.action) == .success(.help(ParlourctlCommandLine.helpText)))
+    }
+
+    @Test("--help after a command, or help before it, shows that command's help", arguments: [
+        "status", "watch", "listen", "cancel", "ask", "version",
+    ])
+    func commandHelp(command: String) throws {
+        let text = try #require(ParlourctlCommandLine.helpText(for: command))
+        for arguments in [[command, "--help"], ["-h", command], ["help", command], [command, "--hold", "extra", "-h"]] {
+            #expect(ParlourctlCommandLine.parse(arguments).map(\.action) == .success(.help(text)))
+        }
+    }
+
+    @Test("the top-level help lists every command in one sentence each")
+    func topLevelHelpText() {
+        #expect(ParlourctlCommandLine.helpText == """
+            OVERVIEW: Control the Parlour satellite on this machine.
+
+            parlourctl talks only to the parlour-satellite daemon, through its control
+            socket; it holds no secret and never contacts the server itself. It exits 0
+            when the command completed, 1 on an error, 2 on a usage error, 3 when the
+            command was cancelled and 4 when the daemon could not be reached.
+
+            USAGE: parlourctl [--json] [--socket <path>] <subcommand>
+
+            OPTIONS:
+              --json                  Print the result as JSON.
+              --socket <path>         Talk to the daemon through this socket.
+              --version               Show the version.
+              -h, --help              Show help information.
+
+            SUBCOMMANDS:
+              status                  Print the state of the satellite and its server.
+              watch                   Print events as they happen until interrupted.
+              listen                  Listen now and print what was heard and the reply.
+              cancel                  Stop the capture or the playback under way.
+              ask                     Ask a question in words and print the reply.
+              version                 Print the versions of both programs and the protocol.
+
+              See 'parlourctl help <subcommand>' for detailed help.
+            """)
+    }
+
+    @Test("each command's help is exactly as documented", arguments: [
+        ("status", """
+            OVERVIEW: Print the state of the satellite and its server.
+
+            USAGE: parlourctl status [--json] [--socket <path>]
+
+            OPTIONS:
+              --json                  Print the result as JSON.
+              --socket <path>         Talk to the daemon through this socket.
+              -h, --help              Show help information.
+            """),
+        ("watch", """
+            OVERVIEW: Print events as they happen until interrupted.
+
+            With --json, each event is one JSON object on a line of its own.
+
+            USAGE: parlourctl watch [--json] [--socket <path>]
+
+            OPTIONS:
+              --json                  Print the result as JSON.
+              --socket <path>         Talk to the daemon through this socket.
+              -h, --help              Show help information.
+            """),
+        ("listen", """
+            OVERVIEW: Listen now and print what was heard and the reply.
+
+            Listening ends on silence, or with --hold when standard input closes.
+
+            USAGE: parlourctl listen [--hold] [--json] [--socket <path>]
+
+            OPTIONS:
+              --hold                  Keep listening until standard input closes.
+              --json                  Print the result as JSON.
+              --socket <path>         Talk to the daemon through this socket.
+              -h, --help              Show help information.
+            """),
+        ("cancel", """
+            OVERVIEW: Stop the capture or the playback under way.
+
+            USAGE: parlourctl cancel [--json] [--socket <path>]
+
+            OPTIONS:
+              --json                  Print the result as JSON.
+              --socket <path>         Talk to the daemon through this socket.
+              -h, --help              Show help information.
+            """),
+        ("ask", """
+            OVERVIEW: Ask a question in words and print the reply.
+
+            Put -- before a question that starts with a dash.
+
+            USAGE: parlourctl ask [--json] [--socket <path>] <text> ...
+
+            ARGUMENTS:
+              <text>                  The question; its words are joined with spaces.
+
+            OPTIONS:
+              --json                  Print the result as JSON.
+              --socket <path>         Talk to the daemon through this socket.
+              -h, --help              Show help information.
+            """),
+        ("version", """
+            OVERVIEW: Print the versions of both programs and the protocol.
+
+            USAGE: parlourctl version [--json] [--socket <path>]
+
+            OPTIONS:
+              --json                  Print the result as JSON.
+              --socket <path>         Talk to the daemon through this socket.
+              -h, --help              Show help information.
+            """),
+        ("help", """
+            OVERVIEW: Show help for a subcommand.
+
+            USAGE: parlourctl help [<subcommand> ...]
+
+            ARGUMENTS:
+              <subcommand>            The subcommand to explain.
+
+            OPTIONS:
+              -h, --help              Show help information.
+            """),
+    ])
+    func commandHelpText(command: String, text: String) {
+        #expect(ParlourctlCommandLine.helpText(for: command) == text)
+    }
+
+    @Test("every command in the table has help, and no help line is wider than 80 columns")
+    func helpFits() throws {
+        let texts = [ParlourctlCommandLine.helpText, DaemonCommandLine.helpText]
+            + ParlourctlCommandLine.commands.map(ParlourctlCommandLine.helpText(for:))
+        for text in texts {
+            for line in text.split(separator: "\n") { #expect(line.count <= 80, "\(line)") }
+        }
+        #expect(ParlourctlCommandLine.helpText(for: "nope") == nil)
+    }
+
+    @Test("every command parlourctl sends is one the daemon takes")
+    func commandsExist() {
+        for spec in ParlourctlCommandLine.commands where !spec.meta {
+            #expect(ControlCommand.names.contains(spec.name))
+        }
+    }
+}
+
+@Suite("daemon command line")
+struct DaemonCommandLineTests {
+    @Test("the three paths are taken in either form, and the last of a repeated option wins", arguments: [
+        ([], [:]),
+        (["--config", "/c.json"], ["config": "/c.json"]),
+        (["--config=/c.json", "--state-dir", "/s", "--socket=/x.sock"],
+         ["config": "/c.json", "state-dir": "/s", "socket": "/x.sock"]),
+        (["--socket", "/a", "--socket", "/b"], ["socket": "/b"]),
+    ] as [([String], [String: String])])
+    func understood(arguments: [String], options: [String: String]) {
+        #expect(DaemonCommandLine.parse(arguments) == .success(.run(options: options)))
+    }
+
+    @Test("the options feed the path resolution under their own names")
+    func feedsPaths() throws {
+        guard case .success(.run(let options)) = DaemonCommandLine.parse(["--state-dir", "/s"]) else {
+            Issue.record("not a run")
+            return
+        }
+        #expect(SatellitePaths.resolve(options: options, environment: ["STATE_DIRECTORY": "/sd"]).stateDirectory == "/s")
+    }
+
+    @Test("help and version", arguments: [
+        (["--help"], DaemonInvocation.help(DaemonCommandLine.helpText)),
+        (["-h", "--config", "/c"], .help(DaemonCommandLine.helpText)),
+        (["--bogus", "-h"], .help(DaemonCommandLine.helpText)),
+        (["--version"], .version("parlour-satellite 0.1.0 (Parlour protocol 1)")),
+    ])
+    func helpAndVersion(arguments: [String], expected: DaemonInvocation) {
+        #expect(DaemonCommandLine.parse(arguments) == .success(expected))
+    }
+
+    @Test("bad command lines are usage errors that quote the offending word", arguments: [
+        (["--conifg", "/c.json"], "Error: Unknown option '--conifg'. Did you mean '--config'?\nSee 'parlour-satellite --help'."),
+        (["--config"], "Error: Missing value for '--config <path>'.\nSee 'parlour-satellite --help'."),
+        (["--config", "--socket", "/x"], "Error: Missing value for '--config <path>'.\nSee 'parlour-satellite --help'."),
+        (["--state-dir="], "Error: Missing value for '--state-dir <dir>'.\nSee 'parlour-satellite --help'."),
+        (["run"], "Error: Unexpected argument 'run'.\nSee 'parlour-satellite --help'."),
+        (["--version=1"], "Error: '--version' takes no value.\nSee 'parlour-satellite --help'."),
+    ])
+    func usageErrors(arguments: [String], message: String) {
+        guard case .failure(let error) = DaemonCommandLine.parse(arguments) else {
+            Issue.record("\(arguments) was accepted")
+            return
+        }
+        #expect(error.description == message)
+    }
+
+    @Test("the help is exactly as documented")
+    func helpText() {
+        #expect(DaemonCommandLine.helpText == """
+            OVERVIEW: Run the Parlour satellite in the foreground.
+
+            systemd supervises it; it stops cleanly on SIGTERM or SIGINT. Without
+            options it reads /etc/parlour-satellite/satellite.json (or
+            $PARLOUR_SATELLITE_CONFIG), keeps its state in /var/lib/parlour-satellite
+            (or $STATE_DIRECTORY, else $PARLOUR_SATELLITE_STATE) and listens on
+            /run/parlour-satellite/control.sock (or $PARLOUR_SATELLITE_SOCKET, else
+            $RUNTIME_DIRECTORY/control.sock).
+
+            USAGE: parlour-satellite [--config <path>] [--state-dir <dir>] [--socket <path>]
+
+            OPTIONS:
+              --config <path>         Read the settings from this file.
+              --state-dir <dir>       Keep the token and the pinned server in this folder.
+              --socket <path>         Listen for parlourctl on this socket.
+              --version               Show the version.
+              -h, --help              Show help information.
+            """)
+    }
+}

@@ -1,0 +1,301 @@
+import Foundation
+import Testing
+@testable import SatelliteCore
+
+@Suite("config file")
+struct ConfigTests {
+    private func decode(_ text: String, hostName: String = "den.local") throws(ConfigError) -> LoadedConfig {
+        try ConfigLoader.decode(Data(text.utf8), file: "satellite.json", hostName: hostName)
+    }
+
+    private func error(_ text: String) -> String? {
+        do { _ = try decode(text); return nil } catch { return error.description }
+    }
+
+    @Test("an empty object gives every default and no warning")
+    func emptyObject() throws {
+        let loaded = try decode("{}")
+        #expect(loaded.config == .defaults(hostName: "den.local"))
+        #expect(loaded.warnings.isEmpty)
+    }
+
+    @Test("the defaults are the ones INTERFACE.md documents")
+    func documentedDefaults() {
+        let expected = SatelliteConfig(
+            name: "den", room: "", server: .init(url: "", retryMs: 15000), transport: .stream, wake: .server,
+            audio: .init(input: "default", output: "default", silenceMs: 800, maxUtteranceMs: 15000, leadingSilenceMs: 2500))
+        #expect(SatelliteConfig.defaults(hostName: "den.local") == expected)
+    }
+
+    @Test("config/satellite.json holds every key at its default, with the name empty for the host name")
+    func exampleFile() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../config/satellite.json").standardized
+        let data = try Data(contentsOf: url)
+        let loaded = try ConfigLoader.decode(data, file: url.path, hostName: "den.local")
+        #expect(loaded.config == .defaults(hostName: "den.local"))
+        #expect(loaded.warnings.isEmpty)
+
+        // The file is what json() writes, so regenerating it from the code changes nothing.
+        var fields = try #require(SatelliteConfig.defaults(hostName: "den").json().objectValue)
+        fields["name"] = ""
+        #expect(String(decoding: data, as: UTF8.self) == JSONValue.object(fields).prettyText + "\n")
+    }
+
+    @Test("every key is read from the file")
+    func everyKey() throws {
+        let loaded = try decode("""
+            {"name": "kitchen-pi", "room": "Kitchen", "transport": "record", "wake": "push",
+             "server": {"url": "https://parlour.example:8443", "retryMs": 60000},
+             "audio": {"input": "plughw:1,0", "output": "hw:0", "silenceMs": 1200, "maxUtteranceMs": 30000,
+                       "leadingSilenceMs": 4000}}
+            """)
+        #expect(loaded.warnings.isEmpty)
+        #expect(loaded.config == SatelliteConfig(
+            name: "kitchen-pi", room: "Kitchen", server: .init(url: "https://parlour.example:8443", retryMs: 60000),
+            transport: .record, wake: .push,
+            audio: .init(input: "plughw:1,0", output: "hw:0", silenceMs: 1200, maxUtteranceMs: 30000,
+                         leadingSilenceMs: 4000)))
+    }
+
+    @Test("json() writes every key and reads back to the same config")
+    func roundTrip() throws {
+        var config = SatelliteConfig.defaults(hostName: "den")
+        config.room = "Den"
+        config.server.url = "http://parlour.local:8765"
+        config.wake = .push
+        config.audio.silenceMs = 500
+        let json = config.json()
+        #expect(json["server"]?["url"] == "http://parlour.local:8765")
+        #expect(json["audio"]?.objectValue?.count == 5)
+        #expect(try decode(json.text, hostName: "elsewhere").config == config)
+    }
+
+    @Test("the name defaults to the host name before its first dot", arguments: [
+        ("den.local", "den"), ("den", "den"), ("kitchen-pi.home.arpa", "kitchen-pi"), ("", ""),
+    ])
+    func shortHostName(hostName: String, name: String) throws {
+        #expect(SatelliteConfig.defaults(hostName: hostName).name == name)
+        #expect(try decode(#"{"name": ""}"#, hostName: hostName).config.name == name)
+    }
+
+    @Test("names, rooms and device names are trimmed of spaces")
+    func trimmed() throws {
+        let config = try decode(#"{"name": " den ", "room": " Den ", "audio": {"input": " hw:1 "}}"#).config
+        #expect(config.name == "den")
+        #expect(config.room == "Den")
+        #expect(config.audio.input == "hw:1")
+    }
+
+    @Test("a server address is stored without its trailing slash, with the scheme in lower case", arguments: [
+        ("", ""),
+        ("http://parlour.local:8765", "http://parlour.local:8765"),
+        ("http://parlour.local:8765/", "http://parlour.local:8765"),
+        ("HTTPS://den.example", "https://den.example"),
+        ("http://192.0.2.7:8765", "http://192.0.2.7:8765"),
+        ("http://[::1]:8765", "http://[::1]:8765"),
+    ])
+    func serverURL(given: String, stored: String) throws {
+        #expect(try decode(#"{"server": {"url": "\#(given)"}}"#).config.server.url == stored)
+    }
+
+    @Test("a wrong value names the file, the key path, what was expected and what was found", arguments: [
+        (#"{"audio": {"silenceMs": "800"}}"#,
+         #"satellite.json: audio.silenceMs: expected a whole number of milliseconds from 100 to 10000, found "800""#),
+        (#"{"audio": {"silenceMs": 12.5}}"#,
+         "satellite.json: audio.silenceMs: expected a whole number of milliseconds from 100 to 10000, found 12.5"),
+        (#"{"audio": {"silenceMs": 99}}"#,
+         "satellite.json: audio.silenceMs: expected a whole number of milliseconds from 100 to 10000, found 99"),
+        (#"{"audio": {"maxUtteranceMs": 120001}}"#,
+         "satellite.json: audio.maxUtteranceMs: expected a whole number of milliseconds from 1000 to 120000, found 120001"),
+        (#"{"audio": {"leadingSilenceMs": null}}"#,
+         "satellite.json: audio.leadingSilenceMs: expected a whole number of milliseconds from 500 to 60000, found null"),
+        (#"{"server": {"retryMs": 999}}"#,
+         "satellite.json: server.retryMs: expected a whole number of milliseconds from 1000 to 3600000, found 999"),
+        (#"{"server": {"retryMs": true}}"#,
+         "satellite.json: server.retryMs: expected a whole number of milliseconds from 1000 to 3600000, found true"),
+        (#"{"audio": {"silenceMs": 5000, "maxUtteranceMs": 5000}}"#,
+         "satellite.json: audio.maxUtteranceMs: expected more than audio.silenceMs (5000), found 5000"),
+        (#"{"transport": "websocket"}"#,
+         #"satellite.json: transport: expected "stream" or "record", found "websocket""#),
+        (#"{"wake": ["push"]}"#,
+         #"satellite.json: wake: expected "server" or "push", found an array"#),
+        (#"{"name": 7}"#, "satellite.json: name: expected a string, found 7"),
+        (#"{"name": "   "}"#,
+         #"satellite.json: name: expected a name of 1 to 64 characters, or "" for the short host name, found "   ""#),
+        (#"{"name": "\#(String(repeating: "n", count: 65))"}"#,
+         #"satellite.json: name: expected a name of 1 to 64 characters, or "" for the short host name, found "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn...""#),
+        (#"{"name": "den\nx"}"#,
+         #"satellite.json: name: expected a name of 1 to 64 characters, or "" for the short host name, found "den\nx""#),
+        (#"{"room": "\#(String(repeating: "r", count: 41))"}"#,
+         #"satellite.json: room: expected a room name of at most 40 characters, or "" for none, found "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr""#),
+        (#"{"audio": {"input": ""}}"#,
+         #"satellite.json: audio.input: expected an ALSA device name such as "default" or "plughw:1,0", found """#),
+        (#"{"audio": {"output": " "}}"#,
+         #"satellite.json: audio.output: expected an ALSA device name such as "default" or "plughw:1,0", found " ""#),
+        (#"{"audio": "default"}"#,
+         #"satellite.json: audio: expected an object with the keys input, output, silenceMs, maxUtteranceMs, leadingSilenceMs, found "default""#),
+        (#"{"server": "http://parlour.local:8765"}"#,
+         #"satellite.json: server: expected an object with the keys url, retryMs, found "http://parlour.local:8765""#),
+    ])
+    func wrongValue(text: String, message: String) {
+        #expect(error(text) == message)
+    }
+
+    @Test("a server address must be the server alone, and the error says why", arguments: [
+        ("parlour.local:8765",
+         #"expected "" (find the server with Bonjour) or an http:// or https:// address such as "http://parlour.local:8765", found "parlour.local:8765""#),
+        ("ws://parlour.local:8765",
+         #"expected "" (find the server with Bonjour) or an http:// or https:// address such as "http://parlour.local:8765", found "ws://parlour.local:8765""#),
+        ("http://",
+         #"expected "" (find the server with Bonjour) or an http:// or https:// address such as "http://parlour.local:8765", found "http://""#),
+        ("http://parlour.local:8765/v1",
+         #"expected the server's address with no path, such as "http://parlour.local:8765" (the satellite adds /v1 and /listen itself), found "http://parlour.local:8765/v1""#),
+        ("http://parlour.local:8765/?token=abc",
+         #"expected an address with no query ("?..."), such as "http://parlour.local:8765", found "http://parlour.local:8765/?token=abc""#),
+        ("http://parlour.local:8765#top",
+         ##"expected an address with no fragment ("#..."), such as "http://parlour.local:8765", found "http://parlour.local:8765#top""##),
+        ("http://parlour.local:70000", #"expected an address whose port is from 1 to 65535, found "http://parlour.local:70000""#),
+        ("http://me:secret@parlour.local:8765",
+         #"expected an address without "user:password@" (the satellite's only credential is its token, and it goes to the server alone), found an address with a user name or password in it"#),
+    ])
+    func badServerURL(url: String, message: String) {
+        #expect(error(#"{"server": {"url": "\#(url)"}}"#) == "satellite.json: server.url: " + message)
+    }
+
+    @Test("a password in the server address is never quoted back")
+    func passwordNotEchoed() {
+        let message = error(#"{"server": {"url": "http://me:secret@parlour.local/v1?x#y"}}"#)
+        #expect(message?.contains("secret") == false)
+    }
+
+    @Test("the same bad file always reports the same first error")
+    func firstErrorIsStable() {
+        let text = #"{"wake": 1, "audio": {"silenceMs": "x", "input": 2}, "name": 3}"#
+        #expect(error(text) == #"satellite.json: audio.input: expected a string, found 2"#)
+    }
+
+    @Test("a whole file that is not a config is an error without a key path", arguments: [
+        ("", "satellite.json: the file is empty; write {} for all defaults"),
+        (" \n", "satellite.json: the file is empty; write {} for all defaults"),
+        ("[]", "satellite.json: expected a JSON object such as {}, found an array"),
+        (#""name""#, #"satellite.json: expected a JSON object such as {}, found "name""#),
+        ("null", "satellite.json: expected a JSON object such as {}, found null"),
+    ])
+    func wholeFile(text: String, message: String) {
+        #expect(error(text) == message)
+    }
+
+    @Test("text that is not JSON names the file and the parser's reason", arguments: [
+        "{name: 1}", "{", #"{"a": 1} x"#, #"{"a": 'b'}"#,
+    ])
+    func notJSON(text: String) throws {
+        do {
+            _ = try decode(text)
+            Issue.record("\(text) was accepted")
+        } catch {
+            #expect(error.keyPath == nil)
+            #expect(error.description.hasPrefix("satellite.json: it is not valid JSON ("))
+        }
+    }
+
+    @Test("unknown keys are ignored with a warning naming the full path, and a near miss is suggested", arguments: [
+        (#"{"audio": {"inptu": "hw:1"}}"#,
+         [#"satellite.json: unknown key "audio.inptu" is ignored; did you mean "audio.input"?"#]),
+        (#"{"transprot": "record"}"#,
+         [#"satellite.json: unknown key "transprot" is ignored; did you mean "transport"?"#]),
+        (#"{"audio": {"silencems": 900}}"#,
+         [#"satellite.json: unknown key "audio.silencems" is ignored; did you mean "audio.silenceMs"?"#]),
+        (#"{"silenceMs": 900}"#,
+         [#"satellite.json: unknown key "silenceMs" is ignored; did you mean "audio.silenceMs"?"#]),
+        (#"{"Server": {}}"#,
+         [#"satellite.json: unknown key "Server" is ignored; did you mean "server"?"#]),
+        (#"{"sounds": {"wake": "ding.wav"}, "server": {"token": "x"}}"#,
+         [#"satellite.json: unknown key "server.token" is ignored."#,
+          #"satellite.json: unknown key "sounds" is ignored."#]),
+    ])
+    func unknownKeys(text: String, warnings: [String]) throws {
+        let loaded = try decode(text)
+        #expect(loaded.warnings == warnings)
+        #expect(loaded.config == .defaults(hostName: "den.local"))
+    }
+}
+
+@Suite("config file on disk")
+struct ConfigLoadTests {
+    private let folder: URL
+
+    init() throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("config-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    }
+
+    private func cleanUp() { try? FileManager.default.removeItem(at: folder) }
+
+    @Test("a file that exists is read and checked")
+    func readsFile() throws {
+        defer { cleanUp() }
+        let path = folder.appendingPathComponent("satellite.json").path
+        try Data(#"{"room": "Den", "colour": "red"}"#.utf8).write(to: URL(fileURLWithPath: path))
+        let loaded = try ConfigLoader.load(path: path, explicit: true, hostName: "den")
+        #expect(loaded.config.room == "Den")
+        #expect(loaded.warnings == ["\(path): unknown key \"colour\" is ignored."])
+    }
+
+    @Test("a missing default file means every default, with a warning")
+    func missingDefault() throws {
+        defer { cleanUp() }
+        let path = folder.appendingPathComponent("satellite.json").path
+        let loaded = try ConfigLoader.load(path: path, explicit: false, hostName: "den")
+        #expect(loaded.config == .defaults(hostName: "den"))
+        #expect(loaded.warnings == [
+            "\(path): the file does not exist, so every setting is at its default; copy config/satellite.json there to change them.",
+        ])
+    }
+
+    @Test("a missing file that was named explicitly is an error")
+    func missingExplicit() {
+        defer { cleanUp() }
+        let path = folder.appendingPathComponent("satellite.json").path
+        #expect(throws: ConfigError(file: path, keyPath: nil, message:
+            "the file does not exist; write {} to it for all defaults, or point --config or PARLOUR_SATELLITE_CONFIG at the right file"
+        )) {
+            try ConfigLoader.load(path: path, explicit: true, hostName: "den")
+        }
+    }
+
+    @Test("a folder in place of the file is an error")
+    func folderInstead() {
+        defer { cleanUp() }
+        #expect(throws: ConfigError(file: folder.path, keyPath: nil,
+                                    message: "it is a folder, not a file; name the satellite.json inside it")) {
+            try ConfigLoader.load(path: folder.path, explicit: false, hostName: "den")
+        }
+    }
+
+    @Test("a zero-byte file is an error, not the defaults")
+    func zeroBytes() throws {
+        defer { cleanUp() }
+        let path = folder.appendingPathComponent("satellite.json").path
+        try Data().write(to: URL(fileURLWithPath: path))
+        #expect(throws: ConfigError(file: path, keyPath: nil, message: "the file is empty; write {} for all defaults")) {
+            try ConfigLoader.load(path: path, explicit: false, hostName: "den")
+        }
+    }
+}
+
+@Suite("suggestions for typos")
+struct SuggestionTests {
+    @Test("edit distance counts insertions, deletions and substitutions", arguments: [
+        ("", "", 0), ("abc", "", 3), ("", "ab", 2), ("input", "inptu", 2), ("status", "stauts", 2), ("kitten", "sitting", 3),
+    ])
+    func distance(a: String, b: String, expected: Int) {
+        #expect(Suggestion.editDistance(a, b) == expected)
+        #expect(Suggestion.editDistance(b, a) == expected)
+    }
+
+    @Test("nothing is suggested when every name is more than two edits away")
+    func tooFar() {
+        #expect(Suggestion.closest(to: "microphone", among: ["input", "output"]) == nil)
+    }
+}
