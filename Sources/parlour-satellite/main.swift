@@ -24,8 +24,8 @@ case .success(let invocation):
     case .help(let text):
         print(text, terminator: text.hasSuffix("\n") ? "" : "\n")
         exit(0)
-    case .version:
-        print("parlour-satellite \(SatelliteVersion.satellite)")
+    case .version(let text):
+        print(text)
         exit(0)
     case .run(let given):
         options = given
