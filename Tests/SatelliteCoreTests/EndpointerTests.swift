@@ -206,7 +206,7 @@ struct EndpointerTests {
     }
 }
 
-@Suite("endpointing real speech")
+@Suite("endpointing real speech", .timeLimit(.minutes(1)))
 struct EndpointerSpeechTests {
     struct Condition: Sendable, CustomTestStringConvertible {
         var text = "turn off the kitchen lights, and tell me what the weather will be like tomorrow"
