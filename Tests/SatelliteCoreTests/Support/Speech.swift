@@ -1,0 +1,105 @@
+// Real speech for the endpointer's tests: espeak-ng says a sentence, sox makes it
+// 16 kHz mono 16-bit with silence around it and mixes in noise at a chosen SNR.
+// A missing tool fails the test with the package to install; it never skips it.
+
+import Foundation
+
+/// Speech recordings made on the spot in a temporary directory.
+enum Speech {
+    enum Noise: String, Sendable {
+        case white = "whitenoise"
+        case brown = "brownnoise"
+    }
+
+    /// 16 kHz mono samples, and where the spoken part starts and ends.
+    struct Recording {
+        var samples: [Int16]
+        var speechStartMs: Int
+        var speechEndMs: Int
+        /// The noise that was mixed in, alone, at the same level; nil for clean speech.
+        var noiseOnly: [Int16]?
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static let sampleRate = 16_000
+    static let rawFormat = ["-t", "raw", "-r", "16000", "-c", "1", "-b", "16", "-e", "signed"]
+
+    /// `text` spoken by espeak-ng with `leadingMs` of silence before and `trailingMs` after,
+    /// mixed with `noise` so that the spoken part is `snrDB` louder than the noise.
+    static func recording(
+        _ text: String, leadingMs: Int = 500, trailingMs: Int = 2_000, noise: Noise? = nil, snrDB: Double = 12
+    ) throws -> Recording {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("speech-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+
+        try run("espeak-ng", package: "espeak-ng", ["-w", path("said.wav"), text])
+        try run("sox", package: "sox", [path("said.wav")] + rawFormat + [path("clean.raw"),
+            "pad", seconds(leadingMs), seconds(trailingMs)])
+        let clean = try read(path("clean.raw"))
+        let (start, end, speechRMS) = spokenPart(clean)
+        var recording = Recording(samples: clean, speechStartMs: start, speechEndMs: end, noiseOnly: nil)
+        guard let noise else { return recording }
+
+        let duration = seconds(clean.count * 1000 / sampleRate)
+        // -R: the same noise every run.
+        try run("sox", package: "sox", ["-R", "-n"] + rawFormat + [path("noise.raw"), "synth", duration, noise.rawValue])
+        let gain = speechRMS / rms(try read(path("noise.raw"))) / pow(10, snrDB / 20)
+        try run("sox", package: "sox", ["-R", "-v", String(gain)] + rawFormat + [path("noise.raw")] + rawFormat + [path("quiet.raw")])
+        try run("sox", package: "sox", ["-R", "-m", "-v", "1"] + rawFormat + [path("clean.raw"), "-v", String(gain)]
+            + rawFormat + [path("noise.raw")] + rawFormat + [path("mixed.raw")])
+        recording.samples = try read(path("mixed.raw"))
+        recording.noiseOnly = try read(path("quiet.raw"))
+        return recording
+    }
+
+    /// Where the speech is: 10 ms windows within 40 dB of the loudest one, and their RMS.
+    static func spokenPart(_ samples: [Int16]) -> (startMs: Int, endMs: Int, rms: Double) {
+        let window = sampleRate / 100
+        let levels = stride(from: 0, to: samples.count - window + 1, by: window).map { rms(samples[$0..<$0 + window]) }
+        let loudest = levels.max() ?? 0
+        let active = levels.indices.filter { levels[$0] >= loudest / 100 }
+        let energy = active.map { levels[$0] * levels[$0] }.reduce(0, +)
+        return ((active.first ?? 0) * 10, ((active.last ?? 0) + 1) * 10, (energy / Double(max(active.count, 1))).squareRoot())
+    }
+
+    static func rms<C: Collection<Int16>>(_ samples: C) -> Double {
+        let energy = samples.reduce(0.0) { $0 + Double($1) * Double($1) }
+        return (energy / Double(max(samples.count, 1))).squareRoot()
+    }
+
+    static func seconds(_ ms: Int) -> String { String(Double(ms) / 1000) }
+
+    static func read(_ path: String) throws -> [Int16] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        return data.withUnsafeBytes { bytes in
+            (0..<bytes.count / 2).map { Int16(littleEndian: bytes.loadUnaligned(fromByteOffset: 2 * $0, as: Int16.self)) }
+        }
+    }
+
+    /// Runs a tool from PATH, failing with the Debian package to install when it is not there.
+    static func run(_ tool: String, package: String, _ arguments: [String]) throws {
+        let directories = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
+        guard let executable = directories.map({ "\($0)/\(tool)" }).first(where: FileManager.default.isExecutableFile)
+        else {
+            throw Failure(description: "\(tool) is not installed; these tests need it: apt-get install \(package)")
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let message = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw Failure(description: "\(tool) \(arguments.joined(separator: " ")) failed with status "
+                + "\(process.terminationStatus): \(String(decoding: message, as: UTF8.self))")
+        }
+    }
+}
