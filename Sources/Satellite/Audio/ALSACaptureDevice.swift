@@ -58,7 +58,8 @@ public final class ALSACaptureDevice: @unchecked Sendable {
         return ALSACaptureDevice(device: device, rate: rate, channels: channels, pcm: pcm)
     }
 
-    /// Overruns recovered so far: audio lost because nobody read for a whole buffer.
+    /// Audio lost so far: overruns ALSA recovered from (the thread fell a whole buffer
+    /// behind), and chunks dropped because the consumer fell two seconds behind.
     public var overruns: Int { overrunCount.load(ordering: .relaxed) }
 
     /// Starts the capture thread and returns its chunks. The stream ends after `stop()`,
