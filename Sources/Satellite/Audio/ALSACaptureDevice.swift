@@ -1,0 +1,171 @@
+// A microphone as a stream of 20 ms chunks. The blocking ALSA reads run on a
+// thread of their own, never on Swift's cooperative pool. Easy to get wrong:
+// the thread must notice a stop even when no data comes (snd_pcm_wait with a
+// period's timeout), and the handle is closed by that thread alone, once.
+import CALSA
+import Foundation
+import Synchronization
+
+/// What the capture thread hands over: one period of samples, or why it ended.
+public enum CaptureChunk: Sendable, Equatable {
+    /// One period of interleaved samples, in order.
+    case samples([Int16])
+    /// The device failed for good (unplugged, I/O error); the stream ends after this.
+    case failed(ALSAError)
+}
+
+/// One open capture PCM and the thread that reads it.
+///
+/// Threads: `open` configures the handle on the caller's thread. After `frames()`
+/// only the capture thread touches the handle, and that thread closes it when it
+/// stops. If `frames()` is never called, `stop()` (or deinit) closes it.
+public final class ALSACaptureDevice: @unchecked Sendable {
+    public let device: String
+    public let rate: Int
+    public let channels: Int
+    /// Frames per chunk: the period ALSA settled on.
+    public let periodFrames: Int
+
+    private let pcm: OpaquePointer
+    private let stopping = Atomic<Bool>(false)
+    private let overrunCount = Atomic<Int>(0)
+    private let life = Mutex(Life())
+
+    private struct Life {
+        var started = false
+        var closed = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private init(device: String, rate: Int, channels: Int, pcm: ALSAPCM) {
+        self.device = device
+        self.rate = rate
+        self.channels = channels
+        self.periodFrames = pcm.periodFrames
+        self.pcm = pcm.handle
+    }
+
+    deinit {
+        if !life.withLock({ $0.closed }) { snd_pcm_close(pcm) }
+    }
+
+    /// Opens and configures the device now, so a missing microphone is known at once.
+    /// S16_LE interleaved; `default` converts from whatever the card does.
+    public static func open(device: String, rate: Int = 16000, channels: Int = 1,
+                            periodFrames: Int = 320) throws(ALSAError) -> ALSACaptureDevice {
+        let pcm = try ALSAPCM.open(device: device, stream: SND_PCM_STREAM_CAPTURE, rate: rate,
+                                   channels: channels, periodFrames: periodFrames)
+        return ALSACaptureDevice(device: device, rate: rate, channels: channels, pcm: pcm)
+    }
+
+    /// Audio lost so far: overruns ALSA recovered from (the thread fell a whole buffer
+    /// behind), and chunks dropped because the consumer fell two seconds behind.
+    public var overruns: Int { overrunCount.load(ordering: .relaxed) }
+
+    /// Starts the capture thread and returns its chunks. The stream ends after `stop()`,
+    /// when the consumer stops iterating, or after a `.failed` chunk; by then the device is
+    /// closed. Only the first call starts anything; later calls get an empty stream.
+    /// `onFailure` runs on the capture thread just before the `.failed` chunk is yielded.
+    public func frames(onFailure: (@Sendable (ALSAError) -> Void)? = nil) -> AsyncStream<CaptureChunk> {
+        // Two seconds of chunks; a consumer further behind loses the oldest.
+        let (stream, continuation) = AsyncStream.makeStream(of: CaptureChunk.self, bufferingPolicy: .bufferingNewest(100))
+        let first = life.withLock { life in
+            defer { life.started = true }
+            return !life.started && !life.closed
+        }
+        guard first else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [weak self] _ in self?.stop() }
+        let thread = Thread { [self] in
+            let failure = read(into: continuation)
+            snd_pcm_drop(pcm)
+            snd_pcm_close(pcm)
+            if let failure {
+                onFailure?(failure)
+                continuation.yield(.failed(failure))
+            }
+            markClosed()
+            continuation.finish()
+        }
+        thread.name = "alsa-capture"
+        thread.start()
+        return stream
+    }
+
+    /// Asks the capture thread to stop; it does within one period and closes the device.
+    /// Before `frames()` it closes the device at once.
+    public func stop() {
+        stopping.store(true, ordering: .releasing)
+        let closeNow = life.withLock { life in
+            defer { if !life.started { life.started = true } }
+            return !life.started && !life.closed
+        }
+        if closeNow {
+            snd_pcm_close(pcm)
+            markClosed()
+        }
+    }
+
+    /// Returns once the device is closed (after `stop()`, a failure, or the consumer leaving).
+    public func closed() async {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let done = life.withLock { life in
+                if !life.closed { life.waiters.append(waiter) }
+                return life.closed
+            }
+            if done { waiter.resume() }
+        }
+    }
+
+    private func markClosed() {
+        let waiters = life.withLock { life in
+            life.closed = true
+            defer { life.waiters.removeAll() }
+            return life.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// The capture loop; returns the error that ended it, or nil when asked to stop.
+    private func read(into continuation: AsyncStream<CaptureChunk>.Continuation) -> ALSAError? {
+        if let error = call(snd_pcm_start(pcm), "snd_pcm_start") { return error }
+        let timeout = Int32(max(1, periodFrames * 1000 / rate))
+        var chunk = [Int16](repeating: 0, count: periodFrames * channels)
+        var filled = 0
+        while !stopping.load(ordering: .acquiring) {
+            let ready = snd_pcm_wait(pcm, timeout)
+            if ready == 0 { continue }
+            let function = ready < 0 ? "snd_pcm_wait" : "snd_pcm_readi"
+            let got: Int = ready < 0 ? Int(ready) : chunk.withUnsafeMutableBufferPointer { buffer in
+                snd_pcm_readi(pcm, buffer.baseAddress! + filled * channels, snd_pcm_uframes_t(periodFrames - filled))
+            }
+            if got >= 0 {
+                filled += got
+                if filled == periodFrames {
+                    if case .dropped = continuation.yield(.samples(chunk)) { overrunCount.add(1, ordering: .relaxed) }
+                    filled = 0
+                }
+                continue
+            }
+            switch Int32(-got) {
+            case EAGAIN, EINTR:
+                continue
+            case EPIPE, ESTRPIPE:
+                // Overrun (or a suspend): recover, and start again since capture
+                // does not restart by itself.
+                overrunCount.add(1, ordering: .relaxed)
+                if let error = call(snd_pcm_recover(pcm, Int32(got), 1), "snd_pcm_recover") { return error }
+                if let error = call(snd_pcm_start(pcm), "snd_pcm_start") { return error }
+            default:
+                return ALSAError(function: function, code: Int32(truncatingIfNeeded: got), device: device)
+            }
+        }
+        return nil
+    }
+
+    private func call(_ result: Int32, _ function: String) -> ALSAError? {
+        result < 0 ? ALSAError(function: function, code: result, device: device) : nil
+    }
+}

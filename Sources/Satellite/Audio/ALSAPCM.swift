@@ -1,0 +1,63 @@
+// Opening a PCM and choosing its parameters, shared by capture and playback.
+// Period and buffer are set explicitly (snd_pcm_set_params picks them from a
+// latency and often lands on 4 long periods); the rate must be exact, which the
+// `plug` layer of `default` provides by converting, so nothing here disables it.
+import CALSA
+import Glibc
+
+/// An open, configured PCM handle and the sizes ALSA settled on.
+struct ALSAPCM {
+    let handle: OpaquePointer
+    /// Frames per period as ALSA chose it (close to the one asked for).
+    let periodFrames: Int
+    let bufferFrames: Int
+
+    /// Opens `device` non-blocking (callers wait with snd_pcm_wait, so a stop is noticed
+    /// even when no data comes), S16_LE interleaved at exactly `rate` and `channels`.
+    static func open(device: String, stream: snd_pcm_stream_t, rate: Int, channels: Int,
+                     periodFrames: Int, periods: Int = 8) throws(ALSAError) -> ALSAPCM {
+        var opened: OpaquePointer?
+        try ALSAError.check(snd_pcm_open(&opened, device, stream, SND_PCM_NONBLOCK), "snd_pcm_open", device)
+        guard let handle = opened else { throw ALSAError(function: "snd_pcm_open", code: -ENODEV, device: device) }
+        do {
+            let (period, buffer) = try configure(handle, device: device, playback: stream == SND_PCM_STREAM_PLAYBACK,
+                                                 rate: rate, channels: channels, periodFrames: periodFrames, periods: periods)
+            return ALSAPCM(handle: handle, periodFrames: period, bufferFrames: buffer)
+        } catch {
+            snd_pcm_close(handle)
+            throw error
+        }
+    }
+
+    private static func configure(_ pcm: OpaquePointer, device: String, playback: Bool, rate: Int, channels: Int,
+                                  periodFrames: Int, periods: Int) throws(ALSAError) -> (Int, Int) {
+        var hwAllocated: OpaquePointer?
+        try ALSAError.check(snd_pcm_hw_params_malloc(&hwAllocated), "snd_pcm_hw_params_malloc", device)
+        let hw = hwAllocated!
+        defer { snd_pcm_hw_params_free(hw) }
+        try ALSAError.check(snd_pcm_hw_params_any(pcm, hw), "snd_pcm_hw_params_any", device)
+        try ALSAError.check(snd_pcm_hw_params_set_rate_resample(pcm, hw, 1), "snd_pcm_hw_params_set_rate_resample", device)
+        try ALSAError.check(snd_pcm_hw_params_set_access(pcm, hw, SND_PCM_ACCESS_RW_INTERLEAVED), "snd_pcm_hw_params_set_access", device)
+        try ALSAError.check(snd_pcm_hw_params_set_format(pcm, hw, SND_PCM_FORMAT_S16_LE), "snd_pcm_hw_params_set_format", device)
+        try ALSAError.check(snd_pcm_hw_params_set_channels(pcm, hw, UInt32(clamping: channels)), "snd_pcm_hw_params_set_channels", device)
+        try ALSAError.check(snd_pcm_hw_params_set_rate(pcm, hw, UInt32(clamping: rate), 0), "snd_pcm_hw_params_set_rate", device)
+        var period = snd_pcm_uframes_t(periodFrames)
+        try ALSAError.check(snd_pcm_hw_params_set_period_size_near(pcm, hw, &period, nil), "snd_pcm_hw_params_set_period_size_near", device)
+        var buffer = period * snd_pcm_uframes_t(periods)
+        try ALSAError.check(snd_pcm_hw_params_set_buffer_size_near(pcm, hw, &buffer), "snd_pcm_hw_params_set_buffer_size_near", device)
+        try ALSAError.check(snd_pcm_hw_params(pcm, hw), "snd_pcm_hw_params", device)
+
+        var swAllocated: OpaquePointer?
+        try ALSAError.check(snd_pcm_sw_params_malloc(&swAllocated), "snd_pcm_sw_params_malloc", device)
+        let sw = swAllocated!
+        defer { snd_pcm_sw_params_free(sw) }
+        try ALSAError.check(snd_pcm_sw_params_current(pcm, sw), "snd_pcm_sw_params_current", device)
+        try ALSAError.check(snd_pcm_sw_params_set_avail_min(pcm, sw, period), "snd_pcm_sw_params_set_avail_min", device)
+        // Playback starts once the buffer is full, so it does not underrun at once;
+        // capture is started explicitly.
+        let start = playback ? buffer : 1
+        try ALSAError.check(snd_pcm_sw_params_set_start_threshold(pcm, sw, start), "snd_pcm_sw_params_set_start_threshold", device)
+        try ALSAError.check(snd_pcm_sw_params(pcm, sw), "snd_pcm_sw_params", device)
+        return (Int(period), Int(buffer))
+    }
+}

@@ -1,0 +1,122 @@
+// The one owner of the speaker. Each reply opens the device at the reply's own
+// rate and channels (plug converts), plays it on a dedicated thread and closes
+// it, so nothing blocks the actor. A new reply or `cancel()` stops the one
+// playing within one ALSA period; the old device is closed before a new opens.
+import Foundation
+import SatelliteCore
+import Synchronization
+
+/// Owns the playback device: plays one reply at a time and watches the speaker's health.
+public actor Playback {
+    public let device: String
+    private let bus: EventBus
+    private var watch: DeviceWatch
+    private var current: Job?
+
+    /// One reply being played: its cancel flag, and a way to await its end.
+    private final class Job: Sendable {
+        let cancelled = Atomic<Bool>(false)
+        let ended = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+        func cancel() { cancelled.store(true, ordering: .releasing) }
+        var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
+
+        func end() {
+            let waiters = ended.withLock { state in
+                state.done = true
+                defer { state.waiters.removeAll() }
+                return state.waiters
+            }
+            for waiter in waiters { waiter.resume() }
+        }
+
+        func done() async {
+            await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+                let done = ended.withLock { state in
+                    if !state.done { state.waiters.append(waiter) }
+                    return state.done
+                }
+                if done { waiter.resume() }
+            }
+        }
+    }
+
+    /// `retry` is the back-off between probes of a broken speaker.
+    public init(device: String, bus: EventBus, retry: Backoff = Backoff(first: .seconds(1), cap: .seconds(30))) {
+        self.device = device
+        self.bus = bus
+        self.watch = DeviceWatch(device: device, bus: bus, backoff: retry, event: SatelliteEvent.speaker)
+    }
+
+    deinit { watch.stop() }
+
+    /// Plays `audio` and returns when it has been heard, or was cancelled (by `cancel()`,
+    /// by a newer `play`, or by cancelling the calling task).
+    public func play(_ audio: PCMAudio) async throws(ALSAError) -> PlaybackOutcome {
+        while let playing = current {
+            playing.cancel()
+            await playing.done()
+            if current === playing { current = nil }
+        }
+        let speaker: ALSAPlaybackDevice
+        do {
+            speaker = try ALSAPlaybackDevice.open(device: device, rate: audio.sampleRate, channels: audio.channels)
+        } catch {
+            failed(error)
+            throw error
+        }
+        let job = Job()
+        current = job
+        watch.works()
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (finished: CheckedContinuation<Result<PlaybackOutcome, ALSAError>, Never>) in
+                let thread = Thread {
+                    let result = Result { () throws(ALSAError) in try speaker.play(audio) { job.isCancelled } }
+                    // Closed before anyone waiting may open the device again.
+                    speaker.close()
+                    job.end()
+                    finished.resume(returning: result)
+                }
+                thread.name = "alsa-playback"
+                thread.start()
+            }
+        } onCancel: {
+            job.cancel()
+        }
+        if current === job { current = nil }
+        if case .failure(let error) = result { failed(error) }
+        return try result.get()
+    }
+
+    /// Stops the reply playing now, within one ALSA period; its `play` returns `.cancelled`.
+    public func cancel() {
+        current?.cancel()
+    }
+
+    /// Opens and closes the speaker once, to learn whether it works (at start, for status).
+    @discardableResult
+    public func probe() -> DeviceHealth {
+        if current == nil {
+            do {
+                try ALSAPlaybackDevice.open(device: device, rate: 16000, channels: 1).close()
+                watch.works()
+            } catch {
+                failed(error)
+            }
+        }
+        return watch.health
+    }
+
+    /// Answers the watchdog: the actor is not stuck.
+    public func ping() -> Bool { true }
+
+    /// The health as last published.
+    public var health: DeviceHealth { watch.health }
+
+    private func failed(_ error: ALSAError) {
+        watch.failed(error) { [weak self] in
+            guard let self else { return true }
+            return await self.probe().ok == true
+        }
+    }
+}

@@ -1,0 +1,154 @@
+// The speaker against real ALSA: replies at other rates and layouts go through
+// a `plug` speaker that is a 16 kHz mono card, and land in a file through the
+// paced test card, so length, pitch and cancelling are measured on real output.
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+import SatelliteCore
+import Satellite
+
+@Suite("speaker playback")
+struct PlaybackTests {
+    /// A sine made as floats, as a decoded reply would be, then converted to 16 bits.
+    private func tone(hz: Double, rate: Int, channels: Int, seconds: Double) -> PCMAudio {
+        let frames = Int(Double(rate) * seconds)
+        var samples: [Int16] = []
+        samples.reserveCapacity(frames * channels)
+        for i in 0..<frames {
+            let value = Float(0.5 * sin(2 * Double.pi * hz * Double(i) / Double(rate)))
+            let sample = Int16(value * Float(Int16.max))
+            for _ in 0..<channels { samples.append(sample) }
+        }
+        return PCMAudio(sampleRate: rate, channels: channels, samples: samples)
+    }
+
+    /// Upward zero crossings: one a cycle.
+    private func cycles(_ samples: [Int16]) -> Int {
+        zip(samples, samples.dropFirst()).filter { $0 < 0 && $1 >= 0 }.count
+    }
+
+    @Test("a reply plays through the 16 kHz mono plug speaker with its length and pitch",
+          .timeLimit(.minutes(1)), arguments: [(rate: 24000, channels: 1, hz: 440.0, seconds: 1.0), (rate: 48000, channels: 2, hz: 300.0, seconds: 0.5)])
+    func playsConverted(format: (rate: Int, channels: Int, hz: Double, seconds: Double)) async throws {
+        let alsa = try ALSAFixture.shared()
+        let file = alsa.path("played.raw")
+        let audio = tone(hz: format.hz, rate: format.rate, channels: format.channels, seconds: format.seconds)
+        let playback = Playback(device: alsa.speaker(file: file), bus: EventBus())
+
+        let outcome = try await playback.play(audio)
+        #expect(outcome == PlaybackOutcome(ending: .finished, framesWritten: audio.frameCount))
+
+        let played = try alsa.readRaw(file)
+        let expected = Int(16000 * format.seconds)
+        #expect(abs(played.count - expected) <= 320, "played \(played.count) frames at 16 kHz, expected \(expected)")
+        let expectedCycles = Int(format.hz * format.seconds)
+        #expect(abs(cycles(played) - expectedCycles) <= 2, "played \(cycles(played)) cycles, expected \(expectedCycles)")
+    }
+
+    @Test("a 16 kHz mono reply reaches the card sample for sample", .timeLimit(.minutes(1)))
+    func playsUnchanged() async throws {
+        let alsa = try ALSAFixture.shared()
+        let file = alsa.path("played.raw")
+        let audio = tone(hz: 250, rate: 16000, channels: 1, seconds: 0.3)
+        let playback = Playback(device: alsa.rawSpeaker(file: file), bus: EventBus())
+        #expect(try await playback.play(audio).ending == .finished)
+        #expect(try alsa.readRaw(file) == audio.samples)
+    }
+
+    @Test("cancel() stops a long reply early", .timeLimit(.minutes(1)))
+    func cancelStops() async throws {
+        let alsa = try ALSAFixture.shared()
+        let file = alsa.path("played.raw")
+        let bus = EventBus()
+        var events = bus.subscribe().makeAsyncIterator()
+        let playback = Playback(device: alsa.speaker(file: file), bus: bus)
+        let audio = tone(hz: 440, rate: 24000, channels: 1, seconds: 5)
+
+        let playing = Task { try await playback.play(audio) }
+        // The speaker is published as working once it is open and the reply is under way.
+        #expect(await events.nextSpeaker()?.ok == true)
+        await playback.cancel()
+        let outcome = try await playing.value
+
+        #expect(outcome.ending == .cancelled)
+        #expect(outcome.framesWritten < audio.frameCount / 2)
+        // What reached the card is about one buffer, far short of five seconds.
+        #expect(try alsa.readRaw(file).count < 16000)
+    }
+
+    @Test("a newer reply cancels the one playing", .timeLimit(.minutes(1)))
+    func newerReplyWins() async throws {
+        let alsa = try ALSAFixture.shared()
+        let file = alsa.path("played.raw")
+        let bus = EventBus()
+        var events = bus.subscribe().makeAsyncIterator()
+        let playback = Playback(device: alsa.speaker(file: file), bus: bus)
+
+        let long = Task { try await playback.play(tone(hz: 440, rate: 24000, channels: 1, seconds: 5)) }
+        #expect(await events.nextSpeaker()?.ok == true)
+        let short = tone(hz: 300, rate: 16000, channels: 1, seconds: 0.2)
+        let second = try await playback.play(short)
+        let first = try await long.value
+
+        #expect(first.ending == .cancelled)
+        #expect(second == PlaybackOutcome(ending: .finished, framesWritten: short.frameCount))
+        #expect(abs(try alsa.readRaw(file).count - short.frameCount) <= 320)
+    }
+
+    @Test("the device notices a cancel at the next period", .timeLimit(.minutes(1)))
+    func deviceChecksEveryPeriod() throws {
+        let alsa = try ALSAFixture.shared()
+        let speaker = try ALSAPlaybackDevice.open(device: alsa.speaker(file: alsa.path("played.raw")), rate: 24000, channels: 1)
+        defer { speaker.close() }
+        #expect(speaker.periodFrames == 480)
+        let checks = Atomic<Int>(0)
+        let outcome = try speaker.play(tone(hz: 440, rate: 24000, channels: 1, seconds: 5)) {
+            checks.add(1, ordering: .relaxed).newValue > 20
+        }
+        #expect(outcome.ending == .cancelled)
+        // At most one period is written between two checks.
+        #expect(outcome.framesWritten <= 20 * speaker.periodFrames)
+    }
+
+    @Test("a speaker that does not exist fails at open, and is reported with ALSA's reason", .timeLimit(.minutes(1)))
+    func missingSpeaker() async throws {
+        let alsa = try ALSAFixture.shared()
+        let bus = EventBus()
+        var events = bus.subscribe().makeAsyncIterator()
+        let playback = Playback(device: alsa.missing, bus: bus)
+
+        await #expect(throws: ALSAError(function: "snd_pcm_open", code: -ENOENT, device: alsa.missing)) {
+            try await playback.play(tone(hz: 440, rate: 16000, channels: 1, seconds: 0.1))
+        }
+        let broken = await events.nextSpeaker()
+        #expect(broken == DeviceHealth(device: alsa.missing, ok: false, error: "No such file or directory"))
+        #expect(SatelliteEvent.speaker(broken!).message == "The speaker testmissing cannot be used: No such file or directory.")
+        #expect(await playback.probe() == broken)
+        #expect(await playback.ping())
+    }
+
+    @Test("a speaker that fails while playing is reported, and reported again once it works", .timeLimit(.minutes(1)))
+    func failsWhilePlaying() async throws {
+        // The file plugin opens its output lazily and, when it cannot, fails the
+        // writes with -EIO, as a card that vanished mid-reply would. Its open and
+        // parameters still succeed, so the retry's probe finds it working at once;
+        // the directory is created so the next reply really plays.
+        let alsa = try ALSAFixture.shared()
+        let directory = alsa.path("later")
+        let name = alsa.speaker(file: "\(directory)/played.raw")
+        let bus = EventBus()
+        var events = bus.subscribe().makeAsyncIterator()
+        let playback = Playback(device: name, bus: bus, retry: Backoff(first: .milliseconds(50), cap: .milliseconds(200)))
+
+        await #expect(throws: ALSAError(function: "snd_pcm_writei", code: -EIO, device: name)) {
+            try await playback.play(tone(hz: 440, rate: 16000, channels: 1, seconds: 2))
+        }
+        #expect(await events.nextSpeaker() == DeviceHealth(device: name, ok: true))
+        #expect(await events.nextSpeaker() == DeviceHealth(device: name, ok: false, error: "Input/output error"))
+
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+        #expect(await events.nextSpeaker() == DeviceHealth(device: name, ok: true))
+        #expect(try await playback.play(tone(hz: 440, rate: 16000, channels: 1, seconds: 0.1)).ending == .finished)
+    }
+}

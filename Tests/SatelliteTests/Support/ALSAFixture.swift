@@ -1,0 +1,148 @@
+// Real ALSA for tests on a machine with no sound card: the `file` plugin over
+// the `paced` test card (Tests/Fixtures/alsa_paced.c, built here with cc), so
+// microphones read raw files and speakers write them at a real card's pace.
+// ALSA reads its configuration once per process, so ALSA_CONFIG_PATH is set
+// before the first ALSA call and never changed: every suite shares this one
+// fixture, and each test passes its own files as device arguments instead.
+import Foundation
+import Glibc
+import SatelliteCore
+
+/// The test ALSA configuration of this process, built on first use.
+final class ALSAFixture: Sendable {
+    /// A name in the configuration whose card does not exist.
+    let missing = "testmissing"
+    /// Where the plugin, the configuration and the tests' files live.
+    let directory: String
+
+    struct SetupFailed: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    private static let instance: Result<ALSAFixture, SetupFailed> = Result { () throws(SetupFailed) in try ALSAFixture() }
+
+    /// The fixture; call before anything touches ALSA.
+    static func shared() throws -> ALSAFixture { try instance.get() }
+
+    private init() throws(SetupFailed) {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("parlour-alsa-\(getpid())-\(UUID().uuidString.prefix(8))").path
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw SetupFailed(description: "Cannot create \(directory): \(error)")
+        }
+        // -DPIC: without it alsa/global.h builds the plugin for a static libasound,
+        // and dlopen fails with "undefined symbol: snd_dlsym_start".
+        let plugin = "\(directory)/libasound_module_pcm_paced.so"
+        let source = root.appendingPathComponent("Tests/Fixtures/alsa_paced.c").path
+        let cc = Process()
+        cc.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        cc.arguments = ["cc", "-O2", "-shared", "-fPIC", "-DPIC", "-o", plugin, source, "-lasound"]
+        do {
+            try cc.run()
+            cc.waitUntilExit()
+        } catch {
+            throw SetupFailed(description: "Cannot run cc: \(error)")
+        }
+        guard cc.terminationStatus == 0 else {
+            throw SetupFailed(description: "cc could not build \(source) (exit \(cc.terminationStatus)); is libasound2-dev installed?")
+        }
+        let config = """
+            pcm_type.paced { lib "\(plugin)" }
+            pcm.clock { type paced }
+            # A microphone reading INFILE (raw S16_LE); what it captures is copied to FILE.
+            pcm.testmic {
+                @args [ INFILE FILE ]
+                @args.INFILE { type string }
+                @args.FILE { type string default "/dev/null" }
+                type file
+                slave.pcm "clock"
+                infile $INFILE
+                file $FILE
+                format "raw"
+            }
+            # A speaker writing exactly what it is given to FILE.
+            pcm.testspeaker_file {
+                @args [ FILE ]
+                @args.FILE { type string }
+                type file
+                slave.pcm "clock"
+                file $FILE
+                format "raw"
+            }
+            # A 16 kHz mono card behind plug, like `default` on a small satellite.
+            pcm.testspeaker {
+                @args [ FILE ]
+                @args.FILE { type string }
+                type plug
+                slave {
+                    pcm { type file slave.pcm "clock" file $FILE format "raw" }
+                    format S16_LE
+                    rate 16000
+                    channels 1
+                }
+            }
+            pcm.\(missing) { type hw card 29 device 0 }
+
+            """
+        let configPath = "\(directory)/asound.conf"
+        do {
+            try config.write(toFile: configPath, atomically: true, encoding: .utf8)
+        } catch {
+            throw SetupFailed(description: "Cannot write \(configPath): \(error)")
+        }
+        setenv("ALSA_CONFIG_PATH", "/usr/share/alsa/alsa.conf:\(configPath)", 1)
+        atexit {
+            if let directory = try? ALSAFixture.shared().directory { try? FileManager.default.removeItem(atPath: directory) }
+        }
+        // A test speaker or microphone output may be a FIFO whose reader the test
+        // closes; the write must fail with EPIPE rather than kill the test process.
+        signal(SIGPIPE, SIG_IGN)
+    }
+
+    /// A fresh path in the fixture's directory (nothing is created there).
+    func path(_ name: String) -> String { "\(directory)/\(UUID().uuidString.prefix(8))-\(name)" }
+
+    /// A microphone that reads `infile` and copies what it captured to `file`.
+    func microphone(infile: String, file: String = "/dev/null") -> String {
+        "testmic:INFILE=\"\(infile)\",FILE=\"\(file)\""
+    }
+
+    /// The 16 kHz mono `plug` speaker whose output lands in `file`.
+    func speaker(file: String) -> String { "testspeaker:FILE=\"\(file)\"" }
+
+    /// The speaker without conversion, writing what it is given to `file`.
+    func rawSpeaker(file: String) -> String { "testspeaker_file:FILE=\"\(file)\"" }
+
+    /// Writes samples as raw S16_LE.
+    func writeRaw(_ samples: [Int16], to path: String) throws {
+        let data = samples.withUnsafeBufferPointer { Data(buffer: $0) }
+        try data.write(to: URL(fileURLWithPath: path))
+    }
+
+    /// Reads a raw S16_LE file.
+    func readRaw(_ path: String) throws -> [Int16] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        return data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+    }
+}
+
+extension AsyncStream<SatelliteEvent>.Iterator {
+    /// The next microphone health published.
+    mutating func nextMicrophone() async -> DeviceHealth? {
+        while let event = await next() {
+            if case .microphone(let health) = event { return health }
+        }
+        return nil
+    }
+
+    /// The next speaker health published.
+    mutating func nextSpeaker() async -> DeviceHealth? {
+        while let event = await next() {
+            if case .speaker(let health) = event { return health }
+        }
+        return nil
+    }
+}
