@@ -1,7 +1,7 @@
 // A real parlour-satellite process for a test: its own config, state folder,
 // socket, notify socket and ALSA devices (the paced test card under the file
-// plugin: the microphone reads mic.raw at real time, the speaker writes
-// played.raw). start() returns when the daemon sends READY=1.
+// plugin, from ALSAFixture: the microphone reads mic.raw at real time, the
+// speaker writes played.raw). start() returns when the daemon sends READY=1.
 import Foundation
 import SatelliteCore
 
@@ -21,18 +21,17 @@ final class DaemonHarness: Sendable {
     static func start(config: JSONValue, token: String? = nil, mic: Data = Data(),
                       environment extra: [String: String] = [:]) async throws -> DaemonHarness {
         let dir = try Package.temporaryDirectory("sat")
-        try config.prettyText.write(to: dir.appendingPathComponent("satellite.json"), atomically: true, encoding: .utf8)
         try mic.write(to: dir.appendingPathComponent("mic.raw"))
-        let library = try await ALSAFixture.pacedLibrary()
-        let asound = """
-            pcm_type.paced { lib "\(library)" }
-            pcm.clock { type paced }
-            pcm.testmic { type file slave.pcm "clock" file "/dev/null" infile "\(dir.path)/mic.raw" format "raw" }
-            pcm.testspeaker_file { type file slave.pcm "clock" file "\(dir.path)/played.raw" format "raw" }
-            pcm.testspeaker { type plug slave { pcm "testspeaker_file" format S16_LE rate 16000 channels 1 } }
-
-            """
-        try asound.write(to: dir.appendingPathComponent("asound.conf"), atomically: true, encoding: .utf8)
+        // "testmic" and "testspeaker" in the config mean this daemon's own files on the paced test card.
+        let alsa = try ALSAFixture.shared()
+        var config = config
+        if case .object(var fields) = config, case .object(var audio)? = fields["audio"] {
+            if audio["input"] == "testmic" { audio["input"] = .string(alsa.microphone(infile: dir.path + "/mic.raw")) }
+            if audio["output"] == "testspeaker" { audio["output"] = .string(alsa.speaker(file: dir.path + "/played.raw")) }
+            fields["audio"] = .object(audio)
+            config = .object(fields)
+        }
+        try config.prettyText.write(to: dir.appendingPathComponent("satellite.json"), atomically: true, encoding: .utf8)
         let state = dir.appendingPathComponent("state").path
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         if let token { try (token + "\n").write(toFile: state + "/token", atomically: true, encoding: .utf8) }
@@ -43,7 +42,7 @@ final class DaemonHarness: Sendable {
                     "WATCHDOG_USEC", "WATCHDOG_PID"] {
             environment.removeValue(forKey: key)
         }
-        environment["ALSA_CONFIG_PATH"] = "/usr/share/alsa/alsa.conf:\(dir.path)/asound.conf"
+        environment["ALSA_CONFIG_PATH"] = ProcessInfo.processInfo.environment["ALSA_CONFIG_PATH"]
         environment["PARLOUR_SATELLITE_CONFIG"] = dir.appendingPathComponent("satellite.json").path
         environment["PARLOUR_SATELLITE_STATE"] = state
         environment["PARLOUR_SATELLITE_SOCKET"] = dir.appendingPathComponent("control.sock").path
