@@ -1,0 +1,76 @@
+// The values that go into and come out of HTTPClient: a request, its answer,
+// and the failure when there is no answer. Easy to get wrong: a request's
+// headers hold the token, so neither its description nor a failure may print
+// them, and URLs are shown without their query.
+import Foundation
+import SatelliteCore
+
+/// One HTTP exchange to make.
+public struct HTTPRequest: Sendable, CustomStringConvertible, CustomReflectable {
+    public var method: String
+    public var url: String
+    /// Name and value pairs, sent in this order.
+    public var headers: [(name: String, value: String)]
+    public var body: Data?
+    /// How long to wait for the connection, name lookup included.
+    public var connectTimeout: Duration
+    /// How long the whole exchange may take.
+    public var totalTimeout: Duration
+
+    public init(
+        method: String, url: String, headers: [(name: String, value: String)] = [], body: Data? = nil,
+        connectTimeout: Duration = .seconds(5), totalTimeout: Duration = .seconds(20)
+    ) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.connectTimeout = connectTimeout
+        self.totalTimeout = totalTimeout
+    }
+
+    /// The method and the URL without its query; header values stay out, as they may hold the token.
+    public var description: String { "\(method) \(ServerAnswers.displayURL(url))" }
+
+    public var customMirror: Mirror {
+        Mirror(self, children: ["method": method, "url": ServerAnswers.displayURL(url), "headers": headers.map(\.name)])
+    }
+}
+
+/// Any HTTP answer, whatever its status: 3xx, 4xx and 5xx are answers too.
+public struct HTTPResponse: Sendable, Equatable {
+    public let status: Int
+    public let contentType: String?
+    public let body: Data
+
+    public init(status: Int, contentType: String?, body: Data) {
+        self.status = status
+        self.contentType = contentType
+        self.body = body
+    }
+}
+
+/// A request that got no complete answer, with the curl function and code for the log.
+public struct HTTPFailure: Error, Sendable, CustomStringConvertible {
+    public let kind: TransferFailure
+    /// The curl function that failed, such as `curl_easy_perform`.
+    public let function: String
+    /// Its CURLcode.
+    public let code: Int
+    /// curl's own text about it.
+    public let detail: String
+    public let method: String
+    /// The URL without its query.
+    public let url: String
+
+    public init(kind: TransferFailure, function: String, code: Int, detail: String, method: String, url: String) {
+        self.kind = kind
+        self.function = function
+        self.code = code
+        self.detail = detail
+        self.method = method
+        self.url = url
+    }
+
+    public var description: String { "\(method) \(url): \(function) returned \(code) (\(detail))" }
+}

@@ -1,0 +1,95 @@
+// The server calls of the record transport: /health, /v1/models, /ask, /voice,
+// shaped exactly as parlour-protocol.md says. A thin adapter: what answers mean
+// lives in ServerAnswers. Easy to get wrong: the token goes in the header only,
+// never in the query, and never into a message or a description of this value.
+import Foundation
+import SatelliteCore
+
+/// Talks to one Parlour server over HTTP.
+public struct ParlourClient: Sendable, CustomStringConvertible, CustomReflectable {
+    public let baseURL: String
+    private let token: String?
+    private let http: HTTPClient
+    private let timeout: Duration
+    private let pipelineTimeout: Duration
+
+    /// - Parameters:
+    ///   - baseURL: such as `http://den.local:8765`; a trailing slash is ignored.
+    ///   - token: sent as `Authorization: Bearer <token>` on the routes that need it; nil sends none.
+    public init(baseURL: String, token: String?, http: HTTPClient) {
+        // /voice and /ask wait for the server's pipeline, which gives up after 45 s.
+        self.init(baseURL: baseURL, token: token, http: http, timeout: .seconds(20), pipelineTimeout: .seconds(60))
+    }
+
+    init(baseURL: String, token: String?, http: HTTPClient, timeout: Duration, pipelineTimeout: Duration) {
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        self.token = token
+        self.http = http
+        self.timeout = timeout
+        self.pipelineTimeout = pipelineTimeout
+    }
+
+    public var description: String { "ParlourClient(\(ServerAnswers.displayURL(baseURL)))" }
+    public var customMirror: Mirror { Mirror(self, children: ["baseURL": ServerAnswers.displayURL(baseURL)]) }
+
+    /// `GET /health`, which needs no token.
+    public func health() async throws(SatelliteError) -> ServerHealthAnswer {
+        let body = try await exchange(.health, method: "GET", authorised: false)
+        return try ServerAnswers.health(body)
+    }
+
+    /// `GET /v1/models`: returns when the server accepts the token.
+    public func models() async throws(SatelliteError) {
+        let body = try await exchange(.models, method: "GET")
+        try ServerAnswers.models(body)
+    }
+
+    /// `POST /ask` with `{text, client, room}`; the room is left out when empty.
+    public func ask(text: String, client: String, room: String) async throws(SatelliteError) -> AskAnswer {
+        var fields: [String: JSONValue] = ["text": .string(text), "client": .string(client)]
+        if !room.isEmpty { fields["room"] = .string(room) }
+        let body = try await exchange(
+            .ask, method: "POST", contentType: "application/json", body: JSONValue.object(fields).data, timeout: pipelineTimeout)
+        return try ServerAnswers.ask(body)
+    }
+
+    /// `POST /voice?client=&room=` with a WAV file; the room is left out when empty.
+    public func voice(wav: Data, client: String, room: String) async throws(SatelliteError) -> VoiceAnswer {
+        var query = "client=" + Self.encode(client)
+        if !room.isEmpty { query += "&room=" + Self.encode(room) }
+        let body = try await exchange(.voice, method: "POST", query: query, contentType: "audio/wav", body: wav, timeout: pipelineTimeout)
+        return try ServerAnswers.voice(body)
+    }
+
+    /// Sends one request and returns a 2xx body; everything else becomes a SatelliteError.
+    private func exchange(
+        _ route: ServerRoute, method: String, query: String? = nil, authorised: Bool = true,
+        contentType: String? = nil, body: Data? = nil, timeout: Duration? = nil
+    ) async throws(SatelliteError) -> Data {
+        var headers: [(name: String, value: String)] = [("Accept", "application/json")]
+        let sendsToken = authorised && token != nil
+        if sendsToken, let token { headers.append(("Authorization", "Bearer " + token)) }
+        if let contentType { headers.append(("Content-Type", contentType)) }
+        let url = baseURL + route.rawValue + (query.map { "?" + $0 } ?? "")
+        let request = HTTPRequest(method: method, url: url, headers: headers, body: body, totalTimeout: timeout ?? self.timeout)
+
+        let response: HTTPResponse
+        do {
+            response = try await http.send(request)
+        } catch {
+            throw ServerAnswers.failure(error.kind, route: route, url: error.url, detail: error.detail)
+        }
+        if let refusal = ServerAnswers.refusal(status: response.status, body: response.body, route: route, sentToken: sendsToken) {
+            throw refusal
+        }
+        return response.body
+    }
+
+    /// Percent-encodes a query value, keeping only RFC 3986's unreserved characters:
+    /// the server reads `+` as a space, so it must be encoded too.
+    static func encode(_ value: String) -> String {
+        value.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ""
+    }
+
+    private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+}

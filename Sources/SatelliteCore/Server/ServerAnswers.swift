@@ -1,0 +1,228 @@
+// What the Parlour server's HTTP answers mean, kept apart from libcurl so every
+// status and every malformed body can be tested without a network. Easy to get
+// wrong: the server's own refusal text must pass through unchanged, and no
+// message may carry the token or a URL's query (parlour-protocol.md 1.2, 1.3).
+import Foundation
+
+/// `GET /health`. Older servers send only `ok`, `tools` and `cloud`.
+public struct ServerHealthAnswer: Sendable, Equatable {
+    public let ok: Bool
+    public let tools: Int
+    public let cloud: Bool
+    /// Requests in flight across the house; nil from an older server.
+    public let running: Int?
+    /// Requests waiting across all lanes; nil from an older server.
+    public let waiting: Int?
+
+    public init(ok: Bool, tools: Int, cloud: Bool, running: Int? = nil, waiting: Int? = nil) {
+        self.ok = ok
+        self.tools = tools
+        self.cloud = cloud
+        self.running = running
+        self.waiting = waiting
+    }
+}
+
+/// `POST /ask`.
+public struct AskAnswer: Sendable, Equatable {
+    public let reply: String
+    /// `local` or `cloud`, passed on as the server said it.
+    public let via: String
+
+    public init(reply: String, via: String) {
+        self.reply = reply
+        self.via = via
+    }
+}
+
+/// `POST /voice`. Nothing heard, or a failure on the server, is a 200 with an
+/// empty `reply` and no audio.
+public struct VoiceAnswer: Sendable, Equatable {
+    public let heard: String
+    public let reply: String
+    public let via: String
+    /// The reply as a whole WAV file, decoded from the answer's base64.
+    public let audio: Data?
+
+    public init(heard: String, reply: String, via: String, audio: Data?) {
+        self.heard = heard
+        self.reply = reply
+        self.via = via
+        self.audio = audio
+    }
+}
+
+/// The server routes the satellite calls.
+public enum ServerRoute: String, Sendable, CaseIterable {
+    case health = "/health"
+    case models = "/v1/models"
+    case ask = "/ask"
+    case voice = "/voice"
+}
+
+/// How a request ended without an HTTP answer. The HTTP client sorts curl's
+/// codes into these; `ServerAnswers.failure` says what each means to a person.
+public enum TransferFailure: Sendable, Equatable {
+    case couldNotConnect
+    case couldNotResolve
+    /// No connection within the connect timeout (name lookup included).
+    case connectTimeout(seconds: Double)
+    /// Connected, but the whole exchange took longer than the total timeout.
+    case timeout(seconds: Double)
+    /// The connection closed before the answer was complete.
+    case closedMidAnswer
+    case tooLarge(limit: Int)
+    case cancelled
+    case other
+}
+
+/// Turns the server's answers, and the ways a request can fail, into values or
+/// into a `SatelliteError` a person can act on.
+public enum ServerAnswers {
+    /// The error for a status that is not 2xx; nil for a 2xx answer.
+    /// - Parameter sentToken: whether the request carried a token, so a 401 can say
+    ///   "refused" or "none set".
+    public static func refusal(status: Int, body: Data, route: ServerRoute, sentToken: Bool) -> SatelliteError? {
+        if (200..<300).contains(status) { return nil }
+        if status == 401 {
+            return sentToken
+                ? SatelliteError(.tokenRefused, "The server refused the token. Pair again with parlourctl pair LINK, or set it with parlourctl token set.")
+                : SatelliteError(.notPaired, "The server asks for a token and none is set. Pair with parlourctl pair LINK, or set it with parlourctl token set.")
+        }
+        if (300..<400).contains(status) {
+            // Redirects are never followed: one could carry the token to another host.
+            return SatelliteError(.serverRefused, "The server answered \(route.rawValue) with a redirect (status \(status)), which the satellite does not follow. Pin the address it points to with parlourctl use URL.")
+        }
+        if let words = try? JSONValue.parse(body)["error"]?.stringValue, !words.isEmpty {
+            return SatelliteError(.serverRefused, words)
+        }
+        return SatelliteError(.serverRefused, "The server answered \(route.rawValue) with status \(status) and gave no reason.")
+    }
+
+    public static func health(_ body: Data) throws(SatelliteError) -> ServerHealthAnswer {
+        let answer = try Reader(body: body, route: .health)
+        return ServerHealthAnswer(
+            ok: try answer.bool("ok"), tools: try answer.int("tools"), cloud: try answer.bool("cloud"),
+            running: try answer.optionalInt("running"), waiting: try answer.optionalInt("waiting"))
+    }
+
+    /// `GET /v1/models` carries nothing the satellite uses; a list proves the token works.
+    public static func models(_ body: Data) throws(SatelliteError) {
+        let answer = try Reader(body: body, route: .models)
+        guard answer.fields["data"]?.arrayValue != nil else { throw answer.wrong("has no data list") }
+    }
+
+    public static func ask(_ body: Data) throws(SatelliteError) -> AskAnswer {
+        let answer = try Reader(body: body, route: .ask)
+        return AskAnswer(reply: try answer.string("reply"), via: try answer.string("via"))
+    }
+
+    public static func voice(_ body: Data) throws(SatelliteError) -> VoiceAnswer {
+        let answer = try Reader(body: body, route: .voice)
+        var audio: Data?
+        switch answer.fields["audio"] {
+        case nil, .null?:
+            audio = nil
+        case .string(let text)?:
+            guard let decoded = Data(base64Encoded: text) else { throw answer.wrong("has audio that is not valid base64") }
+            audio = decoded
+        default:
+            throw answer.wrong("has audio that is neither base64 text nor null")
+        }
+        return VoiceAnswer(heard: try answer.string("heard"), reply: try answer.string("reply"), via: try answer.string("via"), audio: audio)
+    }
+
+    /// The error for a request that got no complete answer.
+    /// - Parameters:
+    ///   - url: the address as `displayURL` gives it, never with its query.
+    ///   - detail: curl's own text, used only when nothing better can be said.
+    public static func failure(_ kind: TransferFailure, route: ServerRoute, url: String, detail: String) -> SatelliteError {
+        switch kind {
+        case .couldNotConnect:
+            return SatelliteError(.serverUnreachable, "Could not connect to the server at \(url): nothing accepted the connection. Check that Parlour is running there and that the address is right.")
+        case .couldNotResolve:
+            return SatelliteError(.serverUnreachable, "Could not find the server's host name in \(url). Check the address, or forget it with parlourctl unpin so the satellite looks again.")
+        case .connectTimeout(let seconds):
+            return SatelliteError(.serverUnreachable, "Could not connect to the server at \(url) within \(format(seconds)) s. Check that the machine is on and reachable from here.")
+        case .timeout(let seconds):
+            return SatelliteError(.timeout, "The server did not answer \(route.rawValue) within \(format(seconds)) s. It may be busy; try again.")
+        case .closedMidAnswer:
+            return SatelliteError(.badAnswer, "The server closed the connection in the middle of its answer to \(route.rawValue).")
+        case .tooLarge(let limit):
+            return SatelliteError(.badAnswer, "The server's answer to \(route.rawValue) is larger than \(size(limit)), more than the satellite accepts.")
+        case .cancelled:
+            // Whoever cancelled knows why, and reports its own CancelReason.
+            return SatelliteError(.internalError, "The request to \(route.rawValue) was cancelled.")
+        case .other:
+            return SatelliteError(.serverUnreachable, "The request to \(url) failed: \(detail).")
+        }
+    }
+
+    /// A URL fit for a message or a log: without its query, fragment or user info,
+    /// which is where secrets travel.
+    public static func displayURL(_ url: String) -> String {
+        var text = Substring(url)
+        if let end = text.firstIndex(where: { $0 == "?" || $0 == "#" }) { text = text[..<end] }
+        // Drop "user:password@" from the authority, if there is one.
+        if let scheme = text.range(of: "://") {
+            let authorityEnd = text[scheme.upperBound...].firstIndex(of: "/") ?? text.endIndex
+            if let at = text[scheme.upperBound..<authorityEnd].lastIndex(of: "@") {
+                text = text[..<scheme.upperBound] + text[text.index(after: at)...]
+            }
+        }
+        return String(text)
+    }
+
+    private static func size(_ bytes: Int) -> String {
+        if bytes >= 1 << 20, bytes % (1 << 20) == 0 { return "\(bytes >> 20) MiB" }
+        if bytes >= 1 << 10, bytes % (1 << 10) == 0 { return "\(bytes >> 10) KiB" }
+        return "\(bytes) bytes"
+    }
+
+    private static func format(_ seconds: Double) -> String {
+        seconds.rounded() == seconds ? String(Int(seconds)) : String(seconds)
+    }
+}
+
+/// One 2xx body, read as the JSON object a route promises; each failure says what was wrong.
+private struct Reader {
+    let fields: [String: JSONValue]
+    let route: ServerRoute
+
+    init(body: Data, route: ServerRoute) throws(SatelliteError) {
+        self.route = route
+        let value: JSONValue
+        do { value = try JSONValue.parse(body) } catch {
+            throw SatelliteError(.badAnswer, "The server's answer to \(route.rawValue) is not JSON.")
+        }
+        guard let fields = value.objectValue else {
+            throw SatelliteError(.badAnswer, "The server's answer to \(route.rawValue) is \(value.kindName), not a JSON object.")
+        }
+        self.fields = fields
+    }
+
+    func wrong(_ what: String) -> SatelliteError {
+        SatelliteError(.badAnswer, "The server's answer to \(route.rawValue) \(what).")
+    }
+
+    func string(_ key: String) throws(SatelliteError) -> String {
+        guard let value = fields[key]?.stringValue else { throw wrong("has no \(key) string") }
+        return value
+    }
+
+    func bool(_ key: String) throws(SatelliteError) -> Bool {
+        guard let value = fields[key]?.boolValue else { throw wrong("has no \(key) true or false") }
+        return value
+    }
+
+    func int(_ key: String) throws(SatelliteError) -> Int {
+        guard let value = fields[key]?.intValue else { throw wrong("has no \(key) whole number") }
+        return value
+    }
+
+    func optionalInt(_ key: String) throws(SatelliteError) -> Int? {
+        guard let value = fields[key], !value.isNull else { return nil }
+        guard let number = value.intValue else { throw wrong("has \(key) that is not a whole number") }
+        return number
+    }
+}
