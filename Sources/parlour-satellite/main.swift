@@ -5,7 +5,6 @@ import Foundation
 import Satellite
 import SatelliteCore
 
-setvbuf(stdout, nil, _IOLBF, 0)
 let environment = ProcessInfo.processInfo.environment
 let journal = Journal(environment: environment)
 
@@ -33,12 +32,12 @@ case .success(let invocation):
 }
 
 let paths = SatellitePaths.resolve(options: options, environment: environment)
-var hostName = [CChar](repeating: 0, count: 256)
+var hostName = [UInt8](repeating: 0, count: 256)
 gethostname(&hostName, hostName.count)
 let loaded: LoadedConfig
 do {
     loaded = try ConfigLoader.load(path: paths.config, explicit: paths.configExplicit,
-                                   hostName: String(cString: hostName))
+                                   hostName: String(decoding: hostName.prefix { $0 != 0 }, as: UTF8.self))
 } catch {
     // EX_CONFIG: the unit does not restart on it; a restart cannot fix a config.
     fail("Cannot start: \(error.description)", code: 78)

@@ -3,8 +3,10 @@
 import Foundation
 import SatelliteCore
 
-/// A blocking connection to the daemon's control socket.
-final class ControlClient {
+/// A blocking connection to the daemon's control socket. One thread may send
+/// while another reads (`listen --hold` sends `end` from the stdin thread);
+/// `buffer` belongs to the reading thread alone.
+final class ControlClient: @unchecked Sendable {
     private let fd: Int32
     private var buffer: [UInt8] = []
 

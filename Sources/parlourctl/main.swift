@@ -4,7 +4,6 @@
 import Foundation
 import SatelliteCore
 
-setvbuf(stdout, nil, _IOLBF, 0)
 signal(SIGPIPE, SIG_IGN)
 
 func finish(_ command: ControlCommand, _ result: ControlResult, json: Bool) -> Never {

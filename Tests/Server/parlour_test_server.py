@@ -1265,6 +1265,9 @@ def main() -> None:
     parser.add_argument("--name", default="Parlour on den", help="The Bonjour instance name this server stands for.")
     parser.add_argument("--knobs", help="Start with these knobs (a JSON object).")
     parser.add_argument("--log", help="Also append every logged request and socket message to this file.")
+    # A Swift test starts us through Foundation's Process, which passes on its thread's
+    # blocked signals: unblock the two we stop on, or the test would wait forever.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
     asyncio.run(serve(parser.parse_args()))
 
 

@@ -140,8 +140,8 @@ public actor Conversation {
         keeper.update { $0.phase = .listening }
         let recorded: [Int16]
         switch await record(number: number, hold: hold) {
-        case .success(let samples): recorded = samples
-        case .failure(let end): return end
+        case .heard(let samples): recorded = samples
+        case .ended(let result): return result
         }
         if Task.isCancelled { return .cancelled(stopReason(number)) }
 
@@ -177,17 +177,23 @@ public actor Conversation {
         return .completed(["heard": .string(answer.heard), "reply": .string(answer.reply), "via": .string(answer.via)])
     }
 
+    private enum Recording {
+        case heard([Int16])
+        /// The turn ends here, with this result.
+        case ended(ControlResult)
+    }
+
     /// Records until the endpointer (or the holder) ends the utterance.
-    private func record(number: Int, hold: Bool) async -> Result<[Int16], ControlResult> {
+    private func record(number: Int, hold: Bool) async -> Recording {
         let frames: AsyncStream<CaptureChunk>
         do {
             frames = try await capture.open()
         } catch {
-            return .failure(.failure(.microphoneUnavailable, "The microphone \(error.device) cannot be opened: \(error.reason)."))
+            return .ended(.failure(.microphoneUnavailable, "The microphone \(error.device) cannot be opened: \(error.reason)."))
         }
         var endpointer = Endpointer(settings: settings.endpointing)
         var recorded: [Int16] = []
-        var outcome: Result<[Int16], ControlResult>?
+        var outcome: Recording?
         reading: for await chunk in frames {
             switch chunk {
             case .samples(let samples):
@@ -198,21 +204,21 @@ public actor Conversation {
                 } else {
                     switch decision {
                     case .ended: break reading
-                    case .nothingHeard: outcome = .failure(.cancelled(.nothingHeard)); break reading
+                    case .nothingHeard: outcome = .ended(.cancelled(.nothingHeard)); break reading
                     case .waiting, .speaking: break
                     }
                 }
             case .failed(let error):
-                outcome = .failure(.failure(.microphoneUnavailable, "The microphone \(error.device) failed while listening: \(error.reason)."))
+                outcome = .ended(.failure(.microphoneUnavailable, "The microphone \(error.device) failed while listening: \(error.reason)."))
                 break reading
             }
         }
         await capture.close()
-        if Task.isCancelled { return .failure(.cancelled(stopReason(number))) }
+        if Task.isCancelled { return .ended(.cancelled(stopReason(number))) }
         if let outcome { return outcome }
         if recorded.isEmpty {
-            return .failure(.failure(.microphoneUnavailable, "The microphone gave no sound at all."))
+            return .ended(.failure(.microphoneUnavailable, "The microphone gave no sound at all."))
         }
-        return .success(recorded)
+        return .heard(recorded)
     }
 }

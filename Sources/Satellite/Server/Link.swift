@@ -118,9 +118,9 @@ public actor Link {
     }
 
     private func pause(_ duration: Duration) async {
-        let task = Task { try? await Task.sleep(for: duration) }
+        let task = Task { _ = try? await Task.sleep(for: duration) }
         sleeper = task
-        await task.value
+        await withTaskCancellationHandler { await task.value } onCancel: { task.cancel() }
         sleeper = nil
     }
 

@@ -17,6 +17,12 @@ public enum Signals {
             source.resume()
             sources.append(source)
         }
+        // A parent may have started us with these signals blocked (Foundation's Process
+        // passes on the spawning thread's mask); unblock them or SIGTERM would never arrive.
+        var unblock = sigset_t()
+        sigemptyset(&unblock)
+        for number in numbers { sigaddset(&unblock, number) }
+        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
         let keep = SourceHolder(sources)
         continuation.onTermination = { _ in keep.cancel() }
         return stream

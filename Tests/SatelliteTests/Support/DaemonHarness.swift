@@ -53,7 +53,7 @@ final class DaemonHarness: Sendable {
         process.executableURL = URL(fileURLWithPath: Package.binDirectory + "/parlour-satellite")
         process.environment = environment
         let stderrURL = dir.appendingPathComponent("stderr.log")
-        FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
         process.standardError = try FileHandle(forWritingTo: stderrURL)
         process.standardOutput = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice

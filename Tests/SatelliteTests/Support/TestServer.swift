@@ -52,7 +52,7 @@ final class TestServer: Sendable {
 
     private func call(_ method: String, _ path: String, _ body: JSONValue? = nil) async throws -> JSONValue {
         let response = try await HTTPClient().send(HTTPRequest(
-            method: method, url: url + path, headers: ["Content-Type": "application/json"], body: body?.data))
+            method: method, url: url + path, headers: [("Content-Type", "application/json")], body: body?.data))
         return try JSONValue.parse(response.body)
     }
 
