@@ -1,0 +1,101 @@
+// Owns <state>/pin.json: which server the satellite trusts and how it came to.
+// The rules are PinPolicy's; this actor keeps the file and says what changed on
+// the bus. Easy to get wrong: a broken pin.json must not stop the daemon nor be
+// deleted behind the person's back (it is reported, and treated as no pin), and
+// server.url in the config always wins.
+import Foundation
+import SatelliteCore
+
+/// The pinned server, kept in pin.json.
+public actor ServerPin {
+    /// pin.json's path.
+    public nonisolated let file: String
+    private let stateDirectory: String
+    private let configuredURL: String?
+    private let bus: EventBus
+    private let now: @Sendable () -> Date
+    private let startedAt: Date
+    private var stored: Pin?
+
+    /// Reads pin.json. A file that cannot be read is reported on the bus and left in place.
+    public init(stateDirectory: String, configuredURL: String?, bus: EventBus, now: @escaping @Sendable () -> Date = Date.init) {
+        let file = (stateDirectory as NSString).appendingPathComponent("pin.json")
+        self.file = file
+        self.stateDirectory = stateDirectory
+        self.configuredURL = configuredURL
+        self.bus = bus
+        self.now = now
+        startedAt = ServerPin.wholeSeconds(now())
+        stored = ServerPin.read(file, bus: bus)
+    }
+
+    /// The server in use: the configured one, else the stored pin, else nil (look for one).
+    public func current() -> Pin? {
+        PinPolicy.serverInUse(configuredURL: configuredURL, stored: stored, now: startedAt)
+    }
+
+    /// Pins `url` and writes pin.json. Refused when PinPolicy says so or the URL is not http(s)
+    /// with a host; a name left empty becomes the URL's host. The caller has made the checks.
+    @discardableResult
+    public func pin(url: String, name: String, how: PinHow) throws(SatelliteError) -> Pin {
+        if let refusal = PinPolicy.refusalToPin(how: how, configuredURL: configuredURL, stored: stored) { throw refusal }
+        let url = url.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let address = ServerAddress(url) else {
+            throw SatelliteError(.invalidRequest,
+                "\(url) is not an http or https address with a host. Give one such as http://den.local:8765.")
+        }
+        let trimmedName = name.trimmingCharacters(in: .whitespacesAndNewlines)
+        let pin = Pin(url: url, name: trimmedName.isEmpty ? address.host : trimmedName, how: how,
+                      pinnedAt: ServerPin.wholeSeconds(now()))
+        do {
+            try AtomicFile.makeFolder(stateDirectory, mode: 0o700)
+            try AtomicFile.write(pin.fileData, to: file, mode: 0o644)
+        } catch {
+            throw error.satelliteError("The pinned server could not be saved")
+        }
+        stored = pin
+        bus.notice(.notice, "Pinned \(pin.name) at \(pin.url) (\(how.rawValue)): only it gets a request or the token.",
+                   ["server_url": pin.url, "server_name": pin.name, "how": how.rawValue])
+        return pin
+    }
+
+    /// Forgets the pin and removes pin.json, broken or not. Returns the pin forgotten, if there was one.
+    @discardableResult
+    public func unpin() throws(SatelliteError) -> Pin? {
+        let forgotten = stored
+        let removed: Bool
+        do {
+            removed = try AtomicFile.remove(file)
+        } catch {
+            throw error.satelliteError("The pinned server could not be forgotten")
+        }
+        stored = nil
+        guard removed else { return nil }
+        let what = forgotten.map { "\($0.name) at \($0.url)" } ?? "the unreadable pin in \(file)"
+        let next = current().map { "server.url in the config still chooses \($0.url)." } ?? "Looking for a server again."
+        bus.notice(.notice, "Unpinned \(what). \(next)", forgotten.map { ["server_url": $0.url] } ?? ["file": file])
+        return forgotten
+    }
+
+    /// The stored pin, or nil when there is no file or it cannot be used (then a warning says why).
+    private static func read(_ file: String, bus: EventBus) -> Pin? {
+        guard let data = FileManager.default.contents(atPath: file) else {
+            if FileManager.default.fileExists(atPath: file) {
+                let problem = "it exists but cannot be opened; check its owner and permissions"
+                bus.notice(.warning, PinFileError(file: file, problem: problem).description, ["file": file])
+            }
+            return nil
+        }
+        do {
+            return try Pin.decode(data, file: file)
+        } catch {
+            bus.notice(.warning, error.description, ["file": file])
+            return nil
+        }
+    }
+
+    /// pin.json keeps whole seconds, so the pin in memory does too and reads back equal.
+    private static func wholeSeconds(_ date: Date) -> Date {
+        Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down))
+    }
+}

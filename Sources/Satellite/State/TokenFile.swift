@@ -1,0 +1,42 @@
+// Writes and clears <state>/token, for pairing and `parlourctl token set` /
+// `token clear`. Easy to get wrong: the file is 0600 from the moment it exists,
+// it holds the token alone (and a newline), and no error message may quote it.
+// Reading is TokenStore's job.
+import Foundation
+import SatelliteCore
+
+/// The token file in the state folder.
+public enum TokenFile {
+    /// The token file's path in `stateDirectory`.
+    public static func path(stateDirectory: String) -> String {
+        (stateDirectory as NSString).appendingPathComponent("token")
+    }
+
+    /// Replaces the token with `token` (trimmed), mode 0600, atomically; creates the folder (0700) if need be.
+    public static func write(_ token: String, stateDirectory: String) throws(SatelliteError) {
+        let clean = token.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !clean.isEmpty else {
+            throw SatelliteError(.invalidRequest, "The token is empty. Give the token on standard input, or use token clear.")
+        }
+        guard !clean.contains(where: { $0.isNewline }) else {
+            throw SatelliteError(.invalidRequest, "The token has a line break inside it. Give the token alone, on one line.")
+        }
+        let file = path(stateDirectory: stateDirectory)
+        do {
+            try AtomicFile.makeFolder(stateDirectory, mode: 0o700)
+            try AtomicFile.write(Data((clean + "\n").utf8), to: file, mode: 0o600)
+        } catch {
+            throw error.satelliteError("The token could not be saved")
+        }
+    }
+
+    /// Removes the token file. Returns false when there was none.
+    @discardableResult
+    public static func clear(stateDirectory: String) throws(SatelliteError) -> Bool {
+        do {
+            return try AtomicFile.remove(path(stateDirectory: stateDirectory))
+        } catch {
+            throw error.satelliteError("The token could not be removed")
+        }
+    }
+}

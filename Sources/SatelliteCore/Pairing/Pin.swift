@@ -1,0 +1,83 @@
+// The server the satellite trusts and how it came to trust it, as kept in
+// <state>/pin.json (INTERFACE.md). Easy to get wrong: the file is read at every
+// start, so a broken one must be named with the way out (`parlourctl unpin`),
+// and `configured` is never written there: the config says that, not the file.
+import Foundation
+
+/// A pinned server: only it gets a request or the token.
+public struct Pin: Sendable, Equatable {
+    public var url: String
+    public var name: String
+    public var how: PinHow
+    public var pinnedAt: Date
+
+    public init(url: String, name: String, how: PinHow, pinnedAt: Date) {
+        self.url = url
+        self.name = name
+        self.how = how
+        self.pinnedAt = pinnedAt
+    }
+
+    /// `{"how","name","pinnedAt","url"}`, with `pinnedAt` in ISO 8601 (UTC, whole seconds).
+    public var json: JSONValue {
+        ["url": .string(url), "name": .string(name), "how": .string(how.rawValue),
+         "pinnedAt": .string(pinnedAt.formatted(.iso8601))]
+    }
+
+    /// The bytes of pin.json: the JSON and a newline.
+    public var fileData: Data { Data((json.text + "\n").utf8) }
+
+    /// Reads pin.json. `file` is the path, for the error; keys other than the four are ignored.
+    public static func decode(_ data: Data, file: String) throws(PinFileError) -> Pin {
+        let value: JSONValue
+        do { value = try JSONValue.parse(data) } catch { throw PinFileError(file: file, problem: error.description) }
+        guard let fields = value.objectValue else {
+            throw PinFileError(file: file, problem: "it holds \(value.kindName), not an object")
+        }
+
+        func string(_ key: String) throws(PinFileError) -> String {
+            guard let field = fields[key] else { throw PinFileError(file: file, problem: "\"\(key)\" is missing") }
+            guard let text = field.stringValue else {
+                throw PinFileError(file: file, problem: "\"\(key)\" should be a string, not \(field.kindName)")
+            }
+            return text
+        }
+
+        let url = try string("url")
+        guard ServerAddress(url) != nil else {
+            throw PinFileError(file: file, problem: "\"url\" is not an http or https address with a host")
+        }
+        let name = try string("name")
+        let howText = try string("how")
+        guard let how = PinHow(rawValue: howText), how != .configured else {
+            throw PinFileError(file: file, problem: "\"how\" should be \"paired\", \"manual\" or \"discovered\"")
+        }
+        guard let pinnedAt = parseDate(try string("pinnedAt")) else {
+            throw PinFileError(file: file, problem: "\"pinnedAt\" is not an ISO 8601 date and time")
+        }
+        return Pin(url: url, name: name, how: how, pinnedAt: pinnedAt)
+    }
+
+    /// ISO 8601 with or without fractional seconds, in UTC or with an offset.
+    private static func parseDate(_ text: String) -> Date? {
+        if let date = try? Date(text, strategy: .iso8601) { return date }
+        return try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+    }
+}
+
+/// A pin.json that cannot be used: which file, what is wrong, and the way out.
+public struct PinFileError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let file: String
+    /// What is wrong, such as `"url" is missing`.
+    public let problem: String
+
+    public init(file: String, problem: String) {
+        self.file = file
+        self.problem = problem
+    }
+
+    public var description: String {
+        "The pinned server in \(file) cannot be read: \(problem). Until it is fixed no server is pinned; "
+            + "run parlourctl unpin to remove it, or pair again with parlourctl pair LINK."
+    }
+}

@@ -1,0 +1,68 @@
+// The scheme, host and port of a server URL, read by hand. The pairing link,
+// pin.json and the pinning rules all ask "is this an http(s) address with a
+// host, and which host and port is it?", and must answer alike. Easy to get
+// wrong: IPv6 hosts come in brackets, a host may end in a dot, and a URL with
+// no port means 80 or 443.
+import Foundation
+
+/// Where an `http://` or `https://` server URL points.
+public struct ServerAddress: Sendable, Equatable {
+    /// `http` or `https`, in lower case.
+    public let scheme: String
+    /// The host as written, without IPv6 brackets.
+    public let host: String
+    /// The port written in the URL, or 80 / 443 for the scheme.
+    public let port: Int
+
+    /// Reads `url`; nil when it is not http or https, has no host, or has a port that is not one.
+    public init?(_ url: String) {
+        let text = url.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let colon = text.firstIndex(of: ":") else { return nil }
+        let scheme = text[..<colon].lowercased()
+        guard scheme == "http" || scheme == "https", text[colon...].hasPrefix("://") else { return nil }
+        let afterSlashes = text.index(colon, offsetBy: 3)
+        var authority = text[afterSlashes...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+
+        var host: Substring
+        var portText: Substring?
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { return nil }
+            host = authority[authority.index(after: authority.startIndex)..<close]
+            let rest = authority[authority.index(after: close)...]
+            if !rest.isEmpty {
+                guard rest.hasPrefix(":") else { return nil }
+                portText = rest.dropFirst()
+            }
+        } else if let portColon = authority.firstIndex(of: ":") {
+            host = authority[..<portColon]
+            portText = authority[authority.index(after: portColon)...]
+        } else {
+            host = authority
+        }
+        guard !host.isEmpty, !host.contains(where: { $0.isWhitespace || $0.isNewline }) else { return nil }
+
+        var port = scheme == "https" ? 443 : 80
+        if let portText, !portText.isEmpty {
+            guard portText.allSatisfy({ $0.isASCII && $0.isNumber }), let number = Int(portText), (1...65535).contains(number)
+            else { return nil }
+            port = number
+        }
+        self.scheme = scheme
+        self.host = String(host)
+        self.port = port
+    }
+
+    /// Whether this address is `host:port`: host names compare without case and without a trailing dot.
+    public func isAt(host other: String, port otherPort: Int) -> Bool {
+        port == otherPort && ServerAddress.canonical(host) == ServerAddress.canonical(other)
+    }
+
+    private static func canonical(_ host: String) -> String {
+        var h = host.lowercased()
+        if h.hasPrefix("["), h.hasSuffix("]") { h = String(h.dropFirst().dropLast()) }
+        while h.hasSuffix(".") { h.removeLast() }
+        return h
+    }
+}
+
