@@ -88,6 +88,7 @@ struct DiscoveryTests {
                 let gone = await notices.next { $0.json["bonjour"] == "unavailable" }
                 #expect(gone?.priority == .warning)
                 #expect(gone?.message.contains("avahi-daemon is not running") == true)
+                #expect(gone?.json["avahi.error"]?.stringValue?.contains("(-23)") == true)  // AVAHI_ERR_DISCONNECTED
                 #expect(await discovery.available == false)
                 #expect(await discovery.bonjour == "unavailable")
                 #expect(await discovery.servers.isEmpty)

@@ -149,7 +149,7 @@ public final class AvahiBrowser: @unchecked Sendable {
             continuation.yield(.daemonAvailable(false, reason: AvahiError(function: "avahi_client_new", code: Int32(AVAHI_ERR_NO_DAEMON))))
         case AVAHI_CLIENT_FAILURE:
             let code = avahi_client_errno(changed)
-            continuation.yield(.daemonAvailable(false, reason: AvahiError(function: "avahi_client", code: code)))
+            continuation.yield(.daemonAvailable(false, reason: AvahiError(function: "avahi_client_errno", code: code)))
             // A disconnected client never recovers; a new one waits for the daemon.
             arm(afterMilliseconds: code == Int32(AVAHI_ERR_DISCONNECTED) ? 0 : milliseconds(backoff.next()))
         default:

@@ -120,10 +120,11 @@ public actor Discovery {
         records.removeAll()
         ignored.removeAll()
         refresh(quietly: true)
-        let why = reason.map { " (\($0))" } ?? ""
+        var fields = ["bonjour": "unavailable"]
+        if let reason { fields["avahi.error"] = reason.description }
         bus.notice(.warning,
-                   "avahi-daemon is not running\(why), so no server can be found with Bonjour; a pinned or configured server still works. Start it with `systemctl start avahi-daemon`; the satellite reconnects by itself.",
-                   ["bonjour": "unavailable"])
+                   "avahi-daemon is not running, so no server can be found with Bonjour; a pinned or configured server still works. Start it with `systemctl start avahi-daemon`; the satellite reconnects by itself.",
+                   fields)
     }
 
     private func refresh(quietly: Bool) {
