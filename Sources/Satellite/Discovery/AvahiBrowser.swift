@@ -1,0 +1,260 @@
+// The only importer of libavahi-client: browses and resolves one service type on
+// Avahi's own thread and hands out plain Swift events. Easy to get wrong: the
+// client must outlive neither its poll nor the daemon (a restarted avahi-daemon
+// means a new client), and a C callback must never await or block.
+import CAvahi
+import Glibc
+import SatelliteCore
+
+/// Browses one DNS-SD service type on every interface, over IPv4 and IPv6, and
+/// resolves what it finds, with libavahi-client under an `AvahiThreadedPoll`.
+///
+/// Threads: between `start()` and `stop()` the client, the service browser, the
+/// resolvers and the reconnect timer are touched only by the poll thread, in
+/// Avahi's callbacks (which run holding the poll's lock). No other thread calls
+/// into Avahi meanwhile, so none needs `avahi_threaded_poll_lock`; `stop()` stops
+/// and joins the poll thread before it frees anything. Callbacks copy every C
+/// string into Swift values and `yield` them to `events`, which never blocks.
+///
+/// The client is made with `AVAHI_CLIENT_NO_FAIL`, so it waits for an absent
+/// daemon; when the daemon goes away the client fails with
+/// `AVAHI_ERR_DISCONNECTED` and is replaced by a new one that waits again. When
+/// even the D-Bus system bus is missing, making a client is retried with back-off.
+public final class AvahiBrowser: @unchecked Sendable {
+    /// One browse result: a service instance as seen on one interface over one protocol.
+    public struct Record: Sendable, Hashable {
+        public var interface: Int32
+        public var proto: Int32
+        public var name: String
+        public var type: String
+        public var domain: String
+    }
+
+    public enum Event: Sendable, Equatable {
+        /// A record resolved: its host, port, address and TXT record.
+        case found(DiscoveredServer, record: Record)
+        /// The record is gone (the service said goodbye or its records expired).
+        case removed(Record)
+        /// Whether avahi-daemon serves this client; when it does not, why, if known.
+        /// After `false`, every record found before is gone with the old client.
+        case daemonAvailable(Bool, reason: AvahiError? = nil)
+        /// Something Avahi refused that is worth a journal line.
+        case failed(AvahiError)
+    }
+
+    public let serviceType: String
+    /// Every event, in the order Avahi reported it; ends after `stop()`.
+    public let events: AsyncStream<Event>
+    private let continuation: AsyncStream<Event>.Continuation
+
+    // Owned by the poll thread once started (see the type's comment).
+    private var poll: OpaquePointer?
+    private var client: OpaquePointer?
+    private var reconnectTimer: OpaquePointer?
+    private var resolvers: [Record: OpaquePointer] = [:]
+    private var backoff = Backoff(first: .seconds(1), cap: .seconds(30))
+    private var retained: Unmanaged<AvahiBrowser>?
+
+    public init(serviceType: String = "_parlour._tcp") {
+        self.serviceType = serviceType
+        (events, continuation) = AsyncStream.makeStream(of: Event.self)
+    }
+
+    /// Starts the poll thread, which connects to avahi-daemon at once and keeps
+    /// reconnecting. Throws only when the poll itself cannot be made (no memory,
+    /// no thread); an absent daemon is reported through `events` instead.
+    /// Call `stop()` once when done: until then the browser keeps itself alive.
+    public func start() throws(AvahiError) {
+        precondition(poll == nil, "AvahiBrowser.start() called twice")
+        guard let poll = avahi_threaded_poll_new() else {
+            throw AvahiError(function: "avahi_threaded_poll_new", code: Int32(AVAHI_ERR_NO_MEMORY))
+        }
+        self.poll = poll
+        let me = Unmanaged.passRetained(self)
+        retained = me
+        let api = avahi_threaded_poll_get(poll)!
+        reconnectTimer = api.pointee.timeout_new(api, nil, { _, userdata in
+            AvahiBrowser.from(userdata).connect()
+        }, me.toOpaque())
+        arm(afterMilliseconds: 0)
+        if avahi_threaded_poll_start(poll) < 0 {
+            avahi_threaded_poll_free(poll)
+            self.poll = nil
+            me.release()
+            retained = nil
+            throw AvahiError(function: "avahi_threaded_poll_start", code: Int32(AVAHI_ERR_FAILURE))
+        }
+    }
+
+    /// Stops the poll thread, frees the client with its browser and resolvers,
+    /// and ends `events`. Never call it from an Avahi callback.
+    public func stop() {
+        guard let poll else { return }
+        avahi_threaded_poll_stop(poll)
+        if let client { avahi_client_free(client) }
+        client = nil
+        resolvers.removeAll()
+        avahi_threaded_poll_free(poll)
+        self.poll = nil
+        reconnectTimer = nil
+        continuation.finish()
+        retained?.release()
+        retained = nil
+    }
+
+    private static func from(_ userdata: UnsafeMutableRawPointer?) -> AvahiBrowser {
+        Unmanaged<AvahiBrowser>.fromOpaque(userdata!).takeUnretainedValue()
+    }
+
+    private var userdata: UnsafeMutableRawPointer { retained!.toOpaque() }
+
+    // MARK: The client (poll thread)
+
+    private func arm(afterMilliseconds ms: UInt32) {
+        guard let poll, let reconnectTimer else { return }
+        let api = avahi_threaded_poll_get(poll)!
+        var when = timeval()
+        avahi_elapse_time(&when, ms, 0)
+        api.pointee.timeout_update(reconnectTimer, &when)
+    }
+
+    /// Replaces the client (if any) with a new one, from the reconnect timer so
+    /// that no client is freed inside its own callback.
+    private func connect() {
+        if let client { avahi_client_free(client) }
+        client = nil
+        resolvers.removeAll()
+        guard let poll else { return }
+        var error: Int32 = 0
+        let made = avahi_client_new(avahi_threaded_poll_get(poll), AVAHI_CLIENT_NO_FAIL, { client, state, userdata in
+            AvahiBrowser.from(userdata).clientChanged(client, state)
+        }, userdata, &error)
+        guard let made else {
+            continuation.yield(.daemonAvailable(false, reason: AvahiError(function: "avahi_client_new", code: error)))
+            arm(afterMilliseconds: milliseconds(backoff.next()))
+            return
+        }
+        client = made
+    }
+
+    /// Also runs inside `avahi_client_new`, before it returns, with the new client.
+    private func clientChanged(_ changed: OpaquePointer?, _ state: AvahiClientState) {
+        guard let changed else { return }
+        switch state {
+        case AVAHI_CLIENT_S_RUNNING:
+            backoff.reset()
+            continuation.yield(.daemonAvailable(true))
+            browse(with: changed)
+        case AVAHI_CLIENT_CONNECTING:
+            continuation.yield(.daemonAvailable(false, reason: AvahiError(function: "avahi_client_new", code: Int32(AVAHI_ERR_NO_DAEMON))))
+        case AVAHI_CLIENT_FAILURE:
+            let code = avahi_client_errno(changed)
+            continuation.yield(.daemonAvailable(false, reason: AvahiError(function: "avahi_client_errno", code: code)))
+            // A disconnected client never recovers; a new one waits for the daemon.
+            arm(afterMilliseconds: code == Int32(AVAHI_ERR_DISCONNECTED) ? 0 : milliseconds(backoff.next()))
+        default:
+            break  // S_REGISTERING and S_COLLISION concern publishers only.
+        }
+    }
+
+    private func browse(with client: OpaquePointer) {
+        // The browser belongs to the client, which frees it.
+        let browser = avahi_service_browser_new(
+            client, AvahiIfIndex(AVAHI_IF_UNSPEC), AvahiProtocol(AVAHI_PROTO_UNSPEC), serviceType, nil, AvahiLookupFlags(0),
+            { _, interface, proto, event, name, type, domain, _, userdata in
+                AvahiBrowser.from(userdata).browsed(event, Record(
+                    interface: interface, proto: proto, name: string(name), type: string(type), domain: string(domain)))
+            }, userdata)
+        if browser == nil {
+            continuation.yield(.failed(AvahiError(function: "avahi_service_browser_new", code: avahi_client_errno(client))))
+        }
+    }
+
+    // MARK: Browsing and resolving (poll thread)
+
+    private func browsed(_ event: AvahiBrowserEvent, _ record: Record) {
+        switch event {
+        case AVAHI_BROWSER_NEW:
+            guard let client else { return }
+            if let stale = resolvers.removeValue(forKey: record) { avahi_service_resolver_free(stale) }
+            // Resolving over the record's own protocol gives its A or AAAA record,
+            // so a service seen over IPv4 and IPv6 yields both addresses.
+            let resolver = avahi_service_resolver_new(
+                client, record.interface, record.proto, record.name, record.type, record.domain, record.proto,
+                AvahiLookupFlags(0),
+                { resolver, interface, proto, event, name, type, domain, host, address, port, txt, _, userdata in
+                    let record = Record(interface: interface, proto: proto, name: string(name), type: string(type), domain: string(domain))
+                    let me = AvahiBrowser.from(userdata)
+                    me.resolvers.removeValue(forKey: record)
+                    if event == AVAHI_RESOLVER_FOUND, let address {
+                        let interfaceName = AvahiBrowser.interfaceName(interface)
+                        me.continuation.yield(.found(DiscoveredServer(
+                            name: record.name, host: string(host), port: Int(port),
+                            addresses: [AvahiBrowser.text(address, interface: interfaceName)],
+                            txt: DiscoveredServer.txtRecord(AvahiBrowser.strings(txt)), interface: interfaceName),
+                            record: record))
+                    }
+                    // A failed resolution (the service vanished, or timed out) is left for REMOVE to report.
+                    avahi_service_resolver_free(resolver)
+                }, userdata)
+            if let resolver {
+                resolvers[record] = resolver
+            } else {
+                continuation.yield(.failed(AvahiError(function: "avahi_service_resolver_new", code: avahi_client_errno(client))))
+            }
+        case AVAHI_BROWSER_REMOVE:
+            if let pending = resolvers.removeValue(forKey: record) { avahi_service_resolver_free(pending) }
+            continuation.yield(.removed(record))
+        case AVAHI_BROWSER_FAILURE:
+            // A lost daemon also fails the browser; the client's FAILURE reports that one.
+            if let client, avahi_client_get_state(client) == AVAHI_CLIENT_S_RUNNING {
+                continuation.yield(.failed(AvahiError(function: "avahi_service_browser", code: avahi_client_errno(client))))
+            }
+        default:
+            break  // CACHE_EXHAUSTED and ALL_FOR_NOW: nothing to do.
+        }
+    }
+
+    // MARK: Copying out of C
+
+    private static func interfaceName(_ index: Int32) -> String {
+        var buffer = [CChar](repeating: 0, count: Int(IF_NAMESIZE) + 1)
+        guard index > 0, if_indextoname(UInt32(index), &buffer) != nil else { return String(index) }
+        return string(buffer)
+    }
+
+    /// The address as text; a link-local IPv6 one gets its interface as zone,
+    /// without which it cannot be reached.
+    private static func text(_ address: UnsafePointer<AvahiAddress>, interface: String) -> String {
+        var buffer = [CChar](repeating: 0, count: Int(AVAHI_ADDRESS_STR_MAX))
+        avahi_address_snprint(&buffer, buffer.count, address)
+        let text = string(buffer)
+        return DiscoveredServer.isLinkLocalIPv6(text) ? "\(text)%\(interface)" : text
+    }
+
+    private static func strings(_ list: UnsafeMutablePointer<AvahiStringList>?) -> [String] {
+        var strings: [String] = []
+        var item = list
+        while let current = item {
+            let bytes = UnsafeBufferPointer(start: avahi_string_list_get_text(current), count: avahi_string_list_get_size(current))
+            strings.append(String(decoding: bytes, as: UTF8.self))
+            item = avahi_string_list_get_next(current)
+        }
+        // Avahi keeps a received TXT record last string first; the wire order
+        // matters because the first of a repeated key wins.
+        return strings.reversed()
+    }
+}
+
+private func milliseconds(_ duration: Duration) -> UInt32 {
+    UInt32(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)
+}
+
+/// The text before the first NUL of a buffer C wrote into.
+private func string(_ buffer: [CChar]) -> String {
+    String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
+private func string(_ pointer: UnsafePointer<CChar>?) -> String {
+    pointer.map { String(cString: $0) } ?? ""
+}
