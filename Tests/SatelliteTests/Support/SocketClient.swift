@@ -1,0 +1,71 @@
+// A raw client of the daemon's control socket, for tests that speak the wire
+// protocol themselves: send any bytes, and await the lines that come back.
+import Foundation
+import Synchronization
+import SatelliteCore
+
+final class SocketClient: Sendable {
+    private let fd: Int32
+    let lines: AsyncStream<String>
+
+    init(path: String) throws {
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else { throw TestFailure("cannot connect to \(path): \(String(cString: strerror(errno)))") }
+        let (stream, continuation) = AsyncStream.makeStream(of: String.self)
+        lines = stream
+        let fd = self.fd
+        Thread {
+            var buffer: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                buffer.append(contentsOf: chunk[..<n])
+                while let newline = buffer.firstIndex(of: 10) {
+                    continuation.yield(String(decoding: buffer[..<newline], as: UTF8.self))
+                    buffer.removeSubrange(...newline)
+                }
+            }
+            continuation.finish()
+        }.start()
+    }
+
+    func send(_ text: String) {
+        let bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, bytes.count - offset) }
+            if n <= 0 { return }
+            offset += n
+        }
+    }
+
+    func request(_ command: ControlCommand, id: String) { send(ControlProtocol.encode(command, id: .string(id)) + "\n") }
+
+    /// The next line that parses and satisfies `match`.
+    func next(where match: (JSONValue) -> Bool) async -> JSONValue? {
+        for await line in lines {
+            if let value = try? JSONValue.parse(line), match(value) { return value }
+        }
+        return nil
+    }
+
+    /// The result for request `id`.
+    func result(_ id: String) async -> JSONValue? { await next { $0["id"] == .string(id) && $0["status"] != nil } }
+
+    /// The next watch event that says the state is now `state`.
+    func state(_ state: String) async -> JSONValue? {
+        await next { $0["event"] == "state" && $0["state"] == .string(state) }
+    }
+
+    func closeWriting() { shutdown(fd, Int32(SHUT_WR)) }
+
+    deinit { close(fd) }
+}
