@@ -3,13 +3,6 @@ import Testing
 @testable import Satellite
 import SatelliteCore
 
-/// Runs `body` against a fresh peer and stops the peer afterwards, whatever happens.
-private func withPeer(_ body: (MiniServer) async throws -> Void) async throws {
-    let server = try await MiniServer.start()
-    defer { server.stop() }
-    try await body(server)
-}
-
 private let token = "s3cret-T0ken"
 
 /// What the peer saw, as it echoes it in /ask's reply or /voice's heard.
@@ -39,7 +32,7 @@ private func failure(of call: () async throws(SatelliteError) -> Void) async -> 
 struct ParlourClientTests {
     @Test("health and models are read from a well-behaved server")
     func healthAndModels() async throws {
-        try await withPeer { server in
+        try await MiniServer.with { server in
             let client = ParlourClient(baseURL: server.url("ok") + "/", token: token, http: HTTPClient())
             #expect(try await client.health() == ServerHealthAnswer(ok: true, tools: 3, cloud: false, running: 1, waiting: 0))
             try await client.models()
@@ -48,7 +41,7 @@ struct ParlourClientTests {
 
     @Test("ask posts JSON with the bearer header exactly and leaves out an empty room")
     func ask() async throws {
-        try await withPeer { server in
+        try await MiniServer.with { server in
             let client = ParlourClient(baseURL: server.url("ok"), token: token, http: HTTPClient())
 
             let answer = try await client.ask(text: "what time is it", client: "kitchen", room: "Living room")
@@ -68,7 +61,7 @@ struct ParlourClientTests {
 
     @Test("voice posts the WAV with a percent-encoded query and decodes the reply audio")
     func voice() async throws {
-        try await withPeer { server in
+        try await MiniServer.with { server in
             let client = ParlourClient(baseURL: server.url("ok"), token: token, http: HTTPClient())
             // Larger than 1 KiB, where curl would otherwise ask the server for "100 Continue" first.
             let wav = Data((0..<40_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
@@ -93,7 +86,7 @@ struct ParlourClientTests {
 
     @Test("a client without a token sends no Authorization header")
     func noToken() async throws {
-        try await withPeer { server in
+        try await MiniServer.with { server in
             let client = ParlourClient(baseURL: server.url("ok"), token: nil, http: HTTPClient())
             let seen = try Seen(try await client.ask(text: "hi", client: "kitchen", room: "").reply)
             #expect(seen.authorization == nil)
@@ -117,7 +110,7 @@ struct ParlourClientTests {
         Misbehaviour(mode: "cut", code: .badAnswer, message: "The server closed the connection in the middle of its answer to ROUTE."),
     ])
     func misbehaviour(_ m: Misbehaviour) async throws {
-        try await withPeer { server in
+        try await MiniServer.with { server in
             let client = ParlourClient(baseURL: server.url(m.mode), token: token, http: HTTPClient())
             let fromAsk = await failure { () async throws(SatelliteError) in _ = try await client.ask(text: "hi", client: "kitchen", room: "den") }
             let fromVoice = await failure { () async throws(SatelliteError) in _ = try await client.voice(wav: Data([1, 2, 3]), client: "kitchen", room: "den") }
@@ -132,7 +125,7 @@ struct ParlourClientTests {
 
     @Test("reply audio that is not base64 is a bad answer")
     func badAudio() async throws {
-        try await withPeer { server in
+        try await MiniServer.with { server in
             let client = ParlourClient(baseURL: server.url("badaudio"), token: token, http: HTTPClient())
             let error = await failure { () async throws(SatelliteError) in _ = try await client.voice(wav: Data([1]), client: "kitchen", room: "") }
             #expect(error == SatelliteError(.badAnswer, "The server's answer to /voice has audio that is not valid base64."))
@@ -141,7 +134,7 @@ struct ParlourClientTests {
 
     @Test("a port with nothing listening is server_unreachable, naming the URL without its query")
     func nothingListening() async throws {
-        try await withPeer { server in
+        try await MiniServer.with { server in
             let base = "http://127.0.0.1:\(server.nobodyPort)"
             let client = ParlourClient(baseURL: base, token: token, http: HTTPClient())
             let error = await failure { () async throws(SatelliteError) in _ = try await client.voice(wav: Data([1]), client: "kitchen", room: "den") }
@@ -162,7 +155,7 @@ struct ParlourClientTests {
 
     @Test("a server slower than the total timeout is a timeout")
     func slowServer() async throws {
-        try await withPeer { server in
+        try await MiniServer.with { server in
             let client = ParlourClient(baseURL: server.url("slow"), token: token, http: HTTPClient(), timeout: .seconds(1), pipelineTimeout: .seconds(1))
             let error = await failure { () async throws(SatelliteError) in _ = try await client.ask(text: "hi", client: "kitchen", room: "") }
             #expect(error == SatelliteError(.timeout, "The server did not answer /ask within 1 s. It may be busy; try again."))
@@ -171,137 +164,10 @@ struct ParlourClientTests {
 
     @Test("an answer over the limit is a bad answer")
     func tooLargeThroughClient() async throws {
-        try await withPeer { server in
+        try await MiniServer.with { server in
             let client = ParlourClient(baseURL: server.url("big"), token: token, http: HTTPClient(bodyLimit: 1024))
             let error = await failure { () async throws(SatelliteError) in _ = try await client.ask(text: "hi", client: "kitchen", room: "") }
             #expect(error == SatelliteError(.badAnswer, "The server's answer to /ask is larger than 1 KiB, more than the satellite accepts."))
         }
-    }
-}
-
-@Suite("HTTP over libcurl", .timeLimit(.minutes(1)))
-struct HTTPClientTests {
-    private func kind(of request: HTTPRequest, client: HTTPClient = HTTPClient()) async -> (TransferFailure, HTTPFailure)? {
-        do {
-            _ = try await client.send(request)
-            return nil
-        } catch {
-            return (error.kind, error)
-        }
-    }
-
-    @Test("cancelling the task aborts a transfer that is waiting for its answer")
-    func cancellation() async throws {
-        try await withPeer { server in
-            let request = HTTPRequest(method: "GET", url: server.url("slow") + "/health", totalTimeout: .seconds(50))
-            let started = ContinuousClock.now
-            let transfer = Task { () async -> TransferFailure? in
-                do throws(HTTPFailure) {
-                    _ = try await HTTPClient().send(request)
-                    return nil
-                } catch {
-                    return error.kind
-                }
-            }
-            await server.requestArrived()
-            transfer.cancel()
-            #expect(await transfer.value == .cancelled)
-            // The peer answers only after 30 s, so an earlier end means the transfer was aborted.
-            #expect(ContinuousClock.now - started < .seconds(25))
-        }
-    }
-
-    @Test("a task cancelled before sending fails at once")
-    func cancelledBeforehand() async throws {
-        try await withPeer { server in
-            let request = HTTPRequest(method: "GET", url: server.url("slow") + "/health")
-            let transfer = Task { () async -> TransferFailure? in
-                withUnsafeCurrentTask { $0?.cancel() }
-                do throws(HTTPFailure) {
-                    _ = try await HTTPClient().send(request)
-                    return nil
-                } catch {
-                    return error.kind
-                }
-            }
-            #expect(await transfer.value == .cancelled)
-        }
-    }
-
-    @Test("a connection that cannot be made in time is a connect timeout")
-    func connectTimeout() async throws {
-        try await withPeer { server in
-            let request = HTTPRequest(method: "GET", url: "http://127.0.0.1:\(server.stallPort)/health", connectTimeout: .seconds(1))
-            let failed = await kind(of: request)
-            #expect(failed?.0 == .connectTimeout(seconds: 1))
-            #expect(failed?.1.function == "curl_easy_perform")
-            #expect(failed?.1.code == 28)  // CURLE_OPERATION_TIMEDOUT
-        }
-    }
-
-    @Test("a slow answer after connecting is a total timeout")
-    func totalTimeout() async throws {
-        try await withPeer { server in
-            let request = HTTPRequest(method: "GET", url: server.url("slow") + "/health", totalTimeout: .milliseconds(1500))
-            #expect(await kind(of: request)?.0 == .timeout(seconds: 1.5))
-        }
-    }
-
-    @Test("an oversized answer fails whether or not its length was announced", arguments: ["big", "bigstream"])
-    func tooLarge(mode: String) async throws {
-        try await withPeer { server in
-            let request = HTTPRequest(method: "GET", url: server.url(mode) + "/x")
-            #expect(await kind(of: request, client: HTTPClient(bodyLimit: 4096))?.0 == .tooLarge(limit: 4096))
-        }
-    }
-
-    @Test("an answer within the limit is returned whole, even without a length")
-    func closeDelimited() async throws {
-        try await withPeer { server in
-            let response = try await HTTPClient(bodyLimit: 64 * 1024).send(HTTPRequest(method: "GET", url: server.url("bigstream") + "/x"))
-            #expect(response.status == 200)
-            #expect(response.contentType == "application/json")
-            #expect(response.body == Data(repeating: UInt8(ascii: "x"), count: 64 * 1024))
-        }
-    }
-
-    @Test("a redirect is returned as an answer and not followed")
-    func redirect() async throws {
-        try await withPeer { server in
-            let response = try await HTTPClient().send(HTTPRequest(method: "GET", url: server.url("redirect") + "/health"))
-            #expect(response.status == 302)
-        }
-    }
-
-    @Test("a cut answer is closedMidAnswer, and the failure shows the URL without its query")
-    func cut() async throws {
-        try await withPeer { server in
-            let request = HTTPRequest(
-                method: "POST", url: server.url("cut") + "/voice?client=kitchen&token=\(token)",
-                headers: [("Authorization", "Bearer \(token)")], body: Data([1, 2, 3]))
-            let failed = await kind(of: request)
-            #expect(failed?.0 == .closedMidAnswer)
-            #expect(failed?.1.url == server.url("cut") + "/voice")
-            #expect(failed.map { "\($0.1)" }?.contains(token) == false)
-            #expect(!"\(request)".contains(token))
-            #expect(!String(reflecting: request).contains(token))
-        }
-    }
-
-    @Test("only http and https are spoken")
-    func otherSchemes() async {
-        let failed = await kind(of: HTTPRequest(method: "GET", url: "file:///etc/passwd"))
-        #expect(failed?.0 == .other)
-        #expect(failed?.1.code == 1)  // CURLE_UNSUPPORTED_PROTOCOL
-    }
-
-    @Test("a client's description leaves out the token")
-    func clientDescription() {
-        let client = ParlourClient(baseURL: "http://den.local:8765", token: token, http: HTTPClient())
-        #expect(!"\(client)".contains(token))
-        #expect(!String(reflecting: client).contains(token))
-        var dumped = ""
-        dump(client, to: &dumped)
-        #expect(!dumped.contains(token))
     }
 }

@@ -27,6 +27,13 @@ final class MiniServer: Sendable {
         for await line in output where line.hasPrefix("REQUEST ") { return }
     }
 
+    /// Runs `body` against a fresh peer and stops the peer afterwards, whatever happens.
+    static func with(_ body: (MiniServer) async throws -> Void) async throws {
+        let server = try await start()
+        defer { server.stop() }
+        try await body(server)
+    }
+
     static func start() async throws -> MiniServer {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
