@@ -1,0 +1,133 @@
+import Foundation
+import Testing
+@testable import Satellite
+import SatelliteCore
+
+private let token = "s3cret-T0ken"
+
+@Suite("HTTP over libcurl", .timeLimit(.minutes(1)))
+struct HTTPClientTests {
+    private func kind(of request: HTTPRequest, client: HTTPClient = HTTPClient()) async -> (TransferFailure, HTTPFailure)? {
+        do {
+            _ = try await client.send(request)
+            return nil
+        } catch {
+            return (error.kind, error)
+        }
+    }
+
+    @Test("cancelling the task aborts a transfer that is waiting for its answer")
+    func cancellation() async throws {
+        try await MiniServer.with { server in
+            let request = HTTPRequest(method: "GET", url: server.url("slow") + "/health", totalTimeout: .seconds(50))
+            let started = ContinuousClock.now
+            let transfer = Task { () async -> TransferFailure? in
+                do throws(HTTPFailure) {
+                    _ = try await HTTPClient().send(request)
+                    return nil
+                } catch {
+                    return error.kind
+                }
+            }
+            await server.requestArrived()
+            transfer.cancel()
+            #expect(await transfer.value == .cancelled)
+            // The peer answers only after 30 s, so an earlier end means the transfer was aborted.
+            #expect(ContinuousClock.now - started < .seconds(25))
+        }
+    }
+
+    @Test("a task cancelled before sending fails at once")
+    func cancelledBeforehand() async throws {
+        try await MiniServer.with { server in
+            let request = HTTPRequest(method: "GET", url: server.url("slow") + "/health")
+            let transfer = Task { () async -> TransferFailure? in
+                withUnsafeCurrentTask { $0?.cancel() }
+                do throws(HTTPFailure) {
+                    _ = try await HTTPClient().send(request)
+                    return nil
+                } catch {
+                    return error.kind
+                }
+            }
+            #expect(await transfer.value == .cancelled)
+        }
+    }
+
+    @Test("a connection that cannot be made in time is a connect timeout")
+    func connectTimeout() async throws {
+        try await MiniServer.with { server in
+            let request = HTTPRequest(method: "GET", url: "http://127.0.0.1:\(server.stallPort)/health", connectTimeout: .seconds(1))
+            let failed = await kind(of: request)
+            #expect(failed?.0 == .connectTimeout(seconds: 1))
+            #expect(failed?.1.function == "curl_easy_perform")
+            #expect(failed?.1.code == 28)  // CURLE_OPERATION_TIMEDOUT
+        }
+    }
+
+    @Test("a slow answer after connecting is a total timeout")
+    func totalTimeout() async throws {
+        try await MiniServer.with { server in
+            let request = HTTPRequest(method: "GET", url: server.url("slow") + "/health", totalTimeout: .milliseconds(1500))
+            #expect(await kind(of: request)?.0 == .timeout(seconds: 1.5))
+        }
+    }
+
+    @Test("an oversized answer fails whether or not its length was announced", arguments: ["big", "bigstream"])
+    func tooLarge(mode: String) async throws {
+        try await MiniServer.with { server in
+            let request = HTTPRequest(method: "GET", url: server.url(mode) + "/x")
+            #expect(await kind(of: request, client: HTTPClient(bodyLimit: 4096))?.0 == .tooLarge(limit: 4096))
+        }
+    }
+
+    @Test("an answer within the limit is returned whole, even without a length")
+    func closeDelimited() async throws {
+        try await MiniServer.with { server in
+            let response = try await HTTPClient(bodyLimit: 64 * 1024).send(HTTPRequest(method: "GET", url: server.url("bigstream") + "/x"))
+            #expect(response.status == 200)
+            #expect(response.contentType == "application/json")
+            #expect(response.body == Data(repeating: UInt8(ascii: "x"), count: 64 * 1024))
+        }
+    }
+
+    @Test("a redirect is returned as an answer and not followed")
+    func redirect() async throws {
+        try await MiniServer.with { server in
+            let response = try await HTTPClient().send(HTTPRequest(method: "GET", url: server.url("redirect") + "/health"))
+            #expect(response.status == 302)
+        }
+    }
+
+    @Test("a cut answer is closedMidAnswer, and the failure shows the URL without its query")
+    func cut() async throws {
+        try await MiniServer.with { server in
+            let request = HTTPRequest(
+                method: "POST", url: server.url("cut") + "/voice?client=kitchen&token=\(token)",
+                headers: [("Authorization", "Bearer \(token)")], body: Data([1, 2, 3]))
+            let failed = await kind(of: request)
+            #expect(failed?.0 == .closedMidAnswer)
+            #expect(failed?.1.url == server.url("cut") + "/voice")
+            #expect(failed.map { "\($0.1)" }?.contains(token) == false)
+            #expect(!"\(request)".contains(token))
+            #expect(!String(reflecting: request).contains(token))
+        }
+    }
+
+    @Test("only http and https are spoken")
+    func otherSchemes() async {
+        let failed = await kind(of: HTTPRequest(method: "GET", url: "file:///etc/passwd"))
+        #expect(failed?.0 == .other)
+        #expect(failed?.1.code == 1)  // CURLE_UNSUPPORTED_PROTOCOL
+    }
+
+    @Test("a client's description leaves out the token")
+    func clientDescription() {
+        let client = ParlourClient(baseURL: "http://den.local:8765", token: token, http: HTTPClient())
+        #expect(!"\(client)".contains(token))
+        #expect(!String(reflecting: client).contains(token))
+        var dumped = ""
+        dump(client, to: &dumped)
+        #expect(!dumped.contains(token))
+    }
+}
