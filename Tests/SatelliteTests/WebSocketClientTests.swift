@@ -37,6 +37,7 @@ struct WebSocketClientTests {
         client.close()
         let upgrade = try #require(try await server.requests().last { $0["path"] == "/listen" })
         #expect(upgrade["credential"] == "header")
+        #expect(upgrade["tokenOk"] == true)
         #expect(upgrade["status"] == 101)
         #expect(upgrade["client"] == "kitchen")
         #expect(upgrade["room"] == "Kitchen")
@@ -223,13 +224,60 @@ struct WebSocketClientTests {
         #expect(await reader.next() == nil)
         #expect(!client.sendText(ListenCommand.start.text))
 
+        // Closed at once: whether or not it got to open, the events end with a close.
         let early = try Self.connect(server)
         early.close()
         var earlyEvents = Events(early)
-        while let event = await earlyEvents.next() {
-            if case .closed = event { continue }
-            #expect(event == .open)
+        var last: WebSocketEvent?
+        while let event = await earlyEvents.next() { last = event }
+        guard case .closed = last else {
+            Issue.record("an early close ended with \(String(describing: last))")
+            return
         }
+    }
+
+    @Test("fragmented messages are put back together, and oversized ones dropped as they come, within bounds")
+    func fragments() async throws {
+        let peer = try await RawPeer.start()
+        defer { peer.stop() }
+        var events = Events(WebSocketClient.connect(url: "ws://127.0.0.1:\(peer.port)/", headers: [:], maxMessage: 16 << 10))
+        #expect(await events.next() == .open)
+        #expect(await events.next() == .text("hello, world"))
+        #expect(await events.next() == .binary(Data((0..<12000).map { UInt8($0 % 251) })))
+        #expect(await events.next() == .oversized(.text, bytes: 6000))
+        #expect(await events.next() == .oversized(.binary, bytes: 24576))
+        #expect(await events.next() == .text(String(repeating: "é", count: 2048)))
+        #expect(await events.next() == .oversized(.text, bytes: 4097))
+        #expect(await events.next() == .text("still in step"))
+        #expect(await events.next() == .closed(code: 1000, reason: "bye"))
+        #expect(await events.next() == nil)
+    }
+
+    @Test("wss checks the server's certificate against the system CA store")
+    func tls() async throws {
+        let dir = try Package.temporaryDirectory("wss")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let cert = dir.appendingPathComponent("cert.pem").path, key = dir.appendingPathComponent("key.pem").path
+        try await Subprocess.check("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                                                        "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                                                        "-keyout", key, "-out", cert])
+        let peer = try await RawPeer.start(certificate: cert, key: key)
+        defer { peer.stop() }
+        let url = "wss://127.0.0.1:\(peer.port)/"
+
+        // A certificate no CA in the store signed: refused.
+        var refused = Events(WebSocketClient.connect(url: url, headers: [:], maxMessage: Self.maxBinary))
+        guard case .failed = await refused.next() else {
+            Issue.record("an untrusted certificate was accepted")
+            return
+        }
+
+        // The same certificate, made part of the store OpenSSL reads by default: accepted.
+        setenv("SSL_CERT_FILE", cert, 1)
+        defer { unsetenv("SSL_CERT_FILE") }
+        var trusted = Events(WebSocketClient.connect(url: url, headers: [:], maxMessage: Self.maxBinary))
+        #expect(await trusted.next() == .open)
+        #expect(await trusted.next() == .text("hello, world"))
     }
 
     // MARK: Helpers
@@ -274,6 +322,101 @@ struct Events {
         } catch {
             Issue.record("the server sent a message that does not decode: \(error)")
             return nil
+        }
+    }
+}
+
+/// A WebSocket peer written on raw sockets, for what aiohttp will not send: fragmented
+/// messages. It answers one handshake, sends a fixed sequence of frames, and closes.
+final class RawPeer: Sendable {
+    let port: Int
+    private let process: Process
+
+    static let script = #"""
+import asyncio, base64, hashlib, struct, sys
+
+def frame(opcode, payload, fin=True):
+    head = bytes([(0x80 if fin else 0) | opcode])
+    n = len(payload)
+    if n < 126: head += bytes([n])
+    elif n < 65536: head += bytes([126]) + struct.pack("!H", n)
+    else: head += bytes([127]) + struct.pack("!Q", n)
+    return head + payload
+
+def fragments(opcode, payload, sizes):
+    out, at = b"", 0
+    for i, size in enumerate(sizes):
+        out += frame(opcode if i == 0 else 0, payload[at:at + size], fin=i == len(sizes) - 1)
+        at += size
+    return out
+
+async def serve(reader, writer):
+    request = await reader.readuntil(b"\r\n\r\n")
+    key = [l.split(b":", 1)[1].strip() for l in request.split(b"\r\n") if l.lower().startswith(b"sec-websocket-key:")][0]
+    accept = base64.b64encode(hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
+    writer.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " + accept + b"\r\n\r\n")
+    writer.write(fragments(1, b"hello, world", [3, 4, 5]))
+    writer.write(fragments(2, bytes(i % 251 for i in range(12000)), [5000, 5000, 2000]))
+    writer.write(fragments(1, b"x" * 6000, [2000, 2000, 2000]))
+    writer.write(fragments(2, b"\0" * 24576, [8192, 8192, 8192]))
+    writer.write(frame(1, "é".encode() * 2048))
+    writer.write(fragments(1, b"y" * 4097, [4096, 1]))
+    writer.write(frame(1, b"still in step"))
+    writer.write(frame(8, struct.pack("!H", 1000) + b"bye"))
+    await writer.drain()
+    await reader.read(1 << 16)
+    writer.close()
+
+async def main():
+    tls = None
+    if len(sys.argv) > 2:
+        import ssl
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(sys.argv[1], sys.argv[2])
+    server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=tls)
+    print("LISTENING", server.sockets[0].getsockname()[1], flush=True)
+    await server.serve_forever()
+
+asyncio.run(main())
+"""#
+
+    /// With a certificate and key, the peer speaks TLS.
+    static func start(certificate: String? = nil, key: String? = nil) async throws -> RawPeer {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Package.python)
+        process.arguments = ["-c", script] + [certificate, key].compactMap { $0 }
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        let handle = out.fileHandleForReading
+        let port: Int = try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                var line = ""
+                while !line.contains("\n") {
+                    let data = handle.availableData
+                    if data.isEmpty { break }
+                    line += String(decoding: data, as: UTF8.self)
+                }
+                guard line.hasPrefix("LISTENING "), let port = Int(line.dropFirst(10).trimmingCharacters(in: .whitespacesAndNewlines)) else {
+                    continuation.resume(throwing: TestFailure("the raw WebSocket peer did not start: \(line)"))
+                    return
+                }
+                continuation.resume(returning: port)
+            }.start()
+        }
+        return RawPeer(port: port, process: process)
+    }
+
+    private init(port: Int, process: Process) {
+        self.port = port
+        self.process = process
+    }
+
+    /// SIGKILL: a child spawned from a pool thread inherits its blocked SIGTERM.
+    func stop() {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
         }
     }
 }

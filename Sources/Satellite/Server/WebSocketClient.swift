@@ -218,7 +218,13 @@ public final class WebSocketClient: @unchecked Sendable {
             serviceFinish(.failed(reason: WebSocketError(function: "lws_create_context", detail: "it returned NULL").description))
             return
         }
-        shared.withLock { $0.context = ContextHandle(pointer: context) }
+        // A close() that came before there was a context to wake is seen here.
+        if shared.withLock({ state in
+            state.context = ContextHandle(pointer: context)
+            return state.wantClose
+        }) {
+            serviceFinish(.closed(code: nil, reason: "closed by this side before it opened"))
+        }
 
         withUnsafePointer(to: &retry) { retryPointer in
             var connect = lws_client_connect_info()
@@ -232,7 +238,9 @@ public final class WebSocketClient: @unchecked Sendable {
             connect.ssl_connection = target.secure ? Int32(LCCSCF_USE_SSL.rawValue) : 0
             connect.retry_and_idle_policy = retryPointer
             serviceLastProof = .now
-            if let wsi = lws_client_connect_via_info(&connect) {
+            if serviceFinished {
+                // Closed before connecting: nothing to connect.
+            } else if let wsi = lws_client_connect_via_info(&connect) {
                 // A failure may already have been reported from inside the call.
                 if !serviceFinished { serviceWSI = wsi }
             } else if !serviceFinished {
