@@ -1,0 +1,422 @@
+// The WebSocket client against real peers: the project's test Parlour server
+// (aiohttp) for the /listen conversation and its knobs, and a raw-socket peer
+// of our own for what aiohttp will not send (fragmented messages). Every test
+// awaits events; the time limits are the only clocks that fail a test.
+import Foundation
+@testable import Satellite
+import SatelliteCore
+import Testing
+
+@Suite("the WebSocket client", .timeLimit(.minutes(1)))
+struct WebSocketClientTests {
+    static let maxBinary = 8 << 20
+
+    /// Connects to the test server's /listen with its token in the Authorization header.
+    static func connect(_ server: TestServer, mode: ListenMode = .push, token: String? = nil) throws -> WebSocketClient {
+        let url = try ListenURL.build(server: server.url, client: "kitchen", room: "Kitchen", mode: mode)
+        return WebSocketClient.connect(url: url, headers: ["Authorization": "Bearer \(token ?? server.token)"],
+                                       maxMessage: maxBinary)
+    }
+
+    /// Connects and reads up to `ready`, checking that the handshake opened first.
+    static func connectReady(_ server: TestServer, mode: ListenMode = .push) async throws -> (WebSocketClient, Events) {
+        let client = try connect(server, mode: mode)
+        var events = Events(client)
+        let first = await events.next()
+        #expect(first == .open)
+        let ready = try #require(await events.nextMessage())
+        #expect(ready == .ready(sampleRate: 16000, frameSamples: 1280, mode: mode))
+        return (client, events)
+    }
+
+    @Test("the handshake carries the bearer header and the first message is ready")
+    func ready() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let (client, _) = try await Self.connectReady(server, mode: .wake)
+        client.close()
+        let upgrade = try #require(try await server.requests().last { $0["path"] == "/listen" })
+        #expect(upgrade["credential"] == "header")
+        #expect(upgrade["tokenOk"] == true)
+        #expect(upgrade["status"] == 101)
+        #expect(upgrade["client"] == "kitchen")
+        #expect(upgrade["room"] == "Kitchen")
+        #expect(upgrade["mode"] == "wake")
+        #expect(upgrade["query"]?["token"] == nil)
+    }
+
+    @Test("a push turn goes start, audio, end, and comes back thinking, speaking, reply, WAV, idle; spoke reaches the server")
+    func pushRoundTrip() async throws {
+        let server = try await TestServer.start(knobs: ["replyText": "The lights are off."])
+        defer { server.stop() }
+        let (client, events) = try await Self.connectReady(server)
+        var reader = events
+
+        #expect(client.sendText(ListenCommand.start.text))
+        let tone = Self.tone(seconds: 1)
+        for offset in stride(from: 0, to: tone.count, by: 2560) {
+            #expect(client.sendBinary(tone[offset..<min(offset + 2560, tone.count)]))
+        }
+        #expect(client.sendText(ListenCommand.end.text))
+
+        #expect(await reader.nextMessage() == .state(.thinking, text: nil))
+        #expect(await reader.nextMessage() == .state(.thinking, text: "turn off the kitchen lights"))
+        #expect(await reader.nextMessage() == .state(.speaking, text: nil))
+        #expect(await reader.nextMessage() == .reply(text: "The lights are off.", via: "local"))
+        guard case .binary(let wav) = await reader.next() else {
+            Issue.record("the reply was not followed by a binary message")
+            return
+        }
+        #expect(wav.prefix(4) == Data("RIFF".utf8))
+        #expect(wav.count > 44)
+        #expect(await reader.nextMessage() == .state(.idle, text: nil))
+
+        #expect(client.sendText(ListenCommand.spoke.text))
+        client.close()
+        #expect(await reader.next() == .closed(code: 1000, reason: "closed by this side"))
+
+        // The server read everything before the close frame, in order.
+        let received = try await server.socketLog().filter { $0["dir"] == "in" }
+        let texts = received.compactMap { $0["type"]?.stringValue }
+        #expect(texts == ["start", "end", "spoke"])
+        let audio = received.filter { $0["kind"] == "binary" }.compactMap { $0["bytes"]?.intValue }.reduce(0, +)
+        #expect(audio == tone.count)
+    }
+
+    @Test("a refused token is a failed handshake, never an open connection, and the reason has no token in it")
+    func badToken() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let wrong = "wrong-\(UUID().uuidString)"
+        let client = try Self.connect(server, token: wrong)
+        var events = Events(client)
+        guard case .failed(let reason) = await events.next() else {
+            Issue.record("a refused handshake did not fail")
+            return
+        }
+        #expect(!reason.contains(wrong))
+        #expect(!reason.contains(server.token))
+        #expect(await events.next() == nil)
+        let upgrade = try #require(try await server.requests().last { $0["path"] == "/listen" })
+        #expect(upgrade["destroyed"] == true)
+    }
+
+    @Test("nobody listening on the port is a failed connection, at once", arguments: [
+        "ws://127.0.0.1:1/listen",
+        "ws://[::1]:1/listen",
+    ])
+    func nobodyListening(url: String) async throws {
+        let started = ContinuousClock.now
+        var events = Events(WebSocketClient.connect(url: url, headers: [:], maxMessage: Self.maxBinary))
+        guard case .failed = await events.next() else {
+            Issue.record("connecting to a closed port did not fail")
+            return
+        }
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(await events.next() == nil)
+    }
+
+    @Test("a URL that is not a WebSocket URL fails without connecting", arguments: [
+        "http://127.0.0.1:8765/listen", "ws://", "not a url at all",
+    ])
+    func badURL(url: String) async {
+        var events = Events(WebSocketClient.connect(url: url, headers: [:], maxMessage: Self.maxBinary))
+        guard case .failed(let reason) = await events.next() else {
+            Issue.record("a bad URL did not fail")
+            return
+        }
+        #expect(reason.hasPrefix("url: "))
+    }
+
+    @Test("a server that dies without a close frame is a close with 1006")
+    func serverKilled() async throws {
+        let server = try await TestServer.start()
+        let (_, events) = try await Self.connectReady(server)
+        var reader = events
+        server.stop()
+        #expect(await reader.nextSkippingPongs() == .closed(code: 1006, reason: "the connection dropped without a close frame"))
+        #expect(await reader.next() == nil)
+    }
+
+    @Test("a server's clean close is reported with its code")
+    func serverCloses() async throws {
+        let server = try await TestServer.start(knobs: ["socketCloseAfterReady": true])
+        defer { server.stop() }
+        let (_, events) = try await Self.connectReady(server)
+        var reader = events
+        guard case .closed(let code, _) = await reader.nextSkippingPongs() else {
+            Issue.record("the server's close was not reported as a close")
+            return
+        }
+        #expect(code == 1000)
+    }
+
+    @Test("a server that stops answering pings is dead after 10 s, not before")
+    func noPong() async throws {
+        let server = try await TestServer.start(knobs: ["socketNoPong": true])
+        defer { server.stop() }
+        let started = ContinuousClock.now
+        let (_, events) = try await Self.connectReady(server)
+        var reader = events
+        guard case .dead = await reader.next() else {
+            Issue.record("a peer with no pongs was not found dead")
+            return
+        }
+        let waited = ContinuousClock.now - started
+        #expect(waited >= .seconds(9))
+        #expect(waited < .seconds(30))
+        let pings = try await server.socketLog().filter { $0["dir"] == "in" && $0["kind"] == "ping" }
+        #expect(pings.count >= 1)
+    }
+
+    @Test("a server that answers pings keeps the connection past the dead-peer time")
+    func pongsKeepItAlive() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let started = ContinuousClock.now
+        let (client, events) = try await Self.connectReady(server)
+        var reader = events
+        var pongs = 0
+        while ContinuousClock.now - started < .seconds(12) {
+            let event = await reader.next()
+            guard event == .pong else {
+                Issue.record("expected only pongs while idle, got \(String(describing: event))")
+                return
+            }
+            pongs += 1
+        }
+        #expect(pongs >= 3)
+        client.ping()
+        #expect(await reader.next() == .pong)
+        client.close()
+    }
+
+    @Test("an oversized message is reported, dropped, and the connection goes on", arguments: [
+        ("socketHugeText", WebSocketMessageKind.text),
+        ("socketHugeBinary", WebSocketMessageKind.binary),
+    ])
+    func oversized(knob: String, kind: WebSocketMessageKind) async throws {
+        let server = try await TestServer.start(knobs: [knob: true])
+        defer { server.stop() }
+        let (client, events) = try await Self.connectReady(server)
+        var reader = events
+        guard case .oversized(let what, let bytes) = await reader.nextSkippingPongs() else {
+            Issue.record("the huge message was not reported as oversized")
+            return
+        }
+        #expect(what == kind)
+        #expect(bytes > (kind == .text ? 4096 : Self.maxBinary))
+        // Still in step: a push turn with no audio goes thinking then idle.
+        client.sendText(ListenCommand.start.text)
+        client.sendText(ListenCommand.end.text)
+        #expect(await reader.nextMessage() == .state(.thinking, text: nil))
+        #expect(await reader.nextMessage() == .state(.idle, text: nil))
+    }
+
+    @Test("close ends the events, also before the connection has opened")
+    func closeEnds() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let (client, events) = try await Self.connectReady(server)
+        var reader = events
+        client.close()
+        #expect(await reader.nextSkippingPongs() == .closed(code: 1000, reason: "closed by this side"))
+        #expect(await reader.next() == nil)
+        #expect(!client.sendText(ListenCommand.start.text))
+
+        // Closed at once: whether or not it got to open, the events end with a close.
+        let early = try Self.connect(server)
+        early.close()
+        var earlyEvents = Events(early)
+        var last: WebSocketEvent?
+        while let event = await earlyEvents.next() { last = event }
+        guard case .closed = last else {
+            Issue.record("an early close ended with \(String(describing: last))")
+            return
+        }
+    }
+
+    @Test("fragmented messages are put back together, and oversized ones dropped as they come, within bounds")
+    func fragments() async throws {
+        let peer = try await RawPeer.start()
+        defer { peer.stop() }
+        var events = Events(WebSocketClient.connect(url: "ws://127.0.0.1:\(peer.port)/", headers: [:], maxMessage: 16 << 10))
+        #expect(await events.next() == .open)
+        #expect(await events.next() == .text("hello, world"))
+        #expect(await events.next() == .binary(Data((0..<12000).map { UInt8($0 % 251) })))
+        #expect(await events.next() == .oversized(.text, bytes: 6000))
+        #expect(await events.next() == .oversized(.binary, bytes: 24576))
+        #expect(await events.next() == .text(String(repeating: "é", count: 2048)))
+        #expect(await events.next() == .oversized(.text, bytes: 4097))
+        #expect(await events.next() == .text("still in step"))
+        #expect(await events.next() == .closed(code: 1000, reason: "bye"))
+        #expect(await events.next() == nil)
+    }
+
+    @Test("wss checks the server's certificate against the system CA store")
+    func tls() async throws {
+        let dir = try Package.temporaryDirectory("wss")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let cert = dir.appendingPathComponent("cert.pem").path, key = dir.appendingPathComponent("key.pem").path
+        try await Subprocess.check("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                                                        "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                                                        "-keyout", key, "-out", cert])
+        let peer = try await RawPeer.start(certificate: cert, key: key)
+        defer { peer.stop() }
+        let url = "wss://127.0.0.1:\(peer.port)/"
+
+        // A certificate no CA in the store signed: refused.
+        var refused = Events(WebSocketClient.connect(url: url, headers: [:], maxMessage: Self.maxBinary))
+        guard case .failed = await refused.next() else {
+            Issue.record("an untrusted certificate was accepted")
+            return
+        }
+
+        // The same certificate, made part of the store OpenSSL reads by default: accepted.
+        setenv("SSL_CERT_FILE", cert, 1)
+        defer { unsetenv("SSL_CERT_FILE") }
+        var trusted = Events(WebSocketClient.connect(url: url, headers: [:], maxMessage: Self.maxBinary))
+        #expect(await trusted.next() == .open)
+        #expect(await trusted.next() == .text("hello, world"))
+    }
+
+    // MARK: Helpers
+
+    /// One second of a loud 440 Hz tone, 16 kHz mono S16_LE.
+    static func tone(seconds: Double) -> Data {
+        let count = Int(16000 * seconds)
+        var data = Data(capacity: count * 2)
+        for n in 0..<count {
+            let sample = Int16(16000 * sin(2 * Double.pi * 440 * Double(n) / 16000))
+            withUnsafeBytes(of: sample.littleEndian) { data.append(contentsOf: $0) }
+        }
+        return data
+    }
+}
+
+/// Reads a client's events in order.
+struct Events {
+    private var iterator: AsyncStream<WebSocketEvent>.Iterator
+
+    init(_ client: WebSocketClient) { iterator = client.events.makeAsyncIterator() }
+
+    mutating func next() async -> WebSocketEvent? { await iterator.next() }
+
+    /// The next event that is not a keepalive pong.
+    mutating func nextSkippingPongs() async -> WebSocketEvent? {
+        while let event = await iterator.next() {
+            if event != .pong { return event }
+        }
+        return nil
+    }
+
+    /// The next text event, decoded; nil (and a recorded issue) if something else comes.
+    mutating func nextMessage() async -> ListenMessage? {
+        let event = await nextSkippingPongs()
+        guard case .text(let text) = event else {
+            Issue.record("expected a text message, got \(String(describing: event))")
+            return nil
+        }
+        do {
+            return try ListenMessage.decode(text)
+        } catch {
+            Issue.record("the server sent a message that does not decode: \(error)")
+            return nil
+        }
+    }
+}
+
+/// A WebSocket peer written on raw sockets, for what aiohttp will not send: fragmented
+/// messages. It answers one handshake, sends a fixed sequence of frames, and closes.
+final class RawPeer: Sendable {
+    let port: Int
+    private let process: Process
+
+    static let script = #"""
+import asyncio, base64, hashlib, struct, sys
+
+def frame(opcode, payload, fin=True):
+    head = bytes([(0x80 if fin else 0) | opcode])
+    n = len(payload)
+    if n < 126: head += bytes([n])
+    elif n < 65536: head += bytes([126]) + struct.pack("!H", n)
+    else: head += bytes([127]) + struct.pack("!Q", n)
+    return head + payload
+
+def fragments(opcode, payload, sizes):
+    out, at = b"", 0
+    for i, size in enumerate(sizes):
+        out += frame(opcode if i == 0 else 0, payload[at:at + size], fin=i == len(sizes) - 1)
+        at += size
+    return out
+
+async def serve(reader, writer):
+    request = await reader.readuntil(b"\r\n\r\n")
+    key = [l.split(b":", 1)[1].strip() for l in request.split(b"\r\n") if l.lower().startswith(b"sec-websocket-key:")][0]
+    accept = base64.b64encode(hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
+    writer.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " + accept + b"\r\n\r\n")
+    writer.write(fragments(1, b"hello, world", [3, 4, 5]))
+    writer.write(fragments(2, bytes(i % 251 for i in range(12000)), [5000, 5000, 2000]))
+    writer.write(fragments(1, b"x" * 6000, [2000, 2000, 2000]))
+    writer.write(fragments(2, b"\0" * 24576, [8192, 8192, 8192]))
+    writer.write(frame(1, "é".encode() * 2048))
+    writer.write(fragments(1, b"y" * 4097, [4096, 1]))
+    writer.write(frame(1, b"still in step"))
+    writer.write(frame(8, struct.pack("!H", 1000) + b"bye"))
+    await writer.drain()
+    await reader.read(1 << 16)
+    writer.close()
+
+async def main():
+    tls = None
+    if len(sys.argv) > 2:
+        import ssl
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(sys.argv[1], sys.argv[2])
+    server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=tls)
+    print("LISTENING", server.sockets[0].getsockname()[1], flush=True)
+    await server.serve_forever()
+
+asyncio.run(main())
+"""#
+
+    /// With a certificate and key, the peer speaks TLS.
+    static func start(certificate: String? = nil, key: String? = nil) async throws -> RawPeer {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Package.python)
+        process.arguments = ["-c", script] + [certificate, key].compactMap { $0 }
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        let handle = out.fileHandleForReading
+        let port: Int = try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                var line = ""
+                while !line.contains("\n") {
+                    let data = handle.availableData
+                    if data.isEmpty { break }
+                    line += String(decoding: data, as: UTF8.self)
+                }
+                guard line.hasPrefix("LISTENING "), let port = Int(line.dropFirst(10).trimmingCharacters(in: .whitespacesAndNewlines)) else {
+                    continuation.resume(throwing: TestFailure("the raw WebSocket peer did not start: \(line)"))
+                    return
+                }
+                continuation.resume(returning: port)
+            }.start()
+        }
+        return RawPeer(port: port, process: process)
+    }
+
+    private init(port: Int, process: Process) {
+        self.port = port
+        self.process = process
+    }
+
+    /// SIGKILL: a child spawned from a pool thread inherits its blocked SIGTERM.
+    func stop() {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+}
