@@ -9,17 +9,20 @@ final class SocketClient: Sendable {
     let lines: AsyncStream<String>
 
     init(path: String) throws {
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
-        guard connected == 0 else { throw TestFailure("cannot connect to \(path): \(String(cString: strerror(errno)))") }
+        guard connected == 0 else {
+            close(fd)
+            throw TestFailure("cannot connect to \(path): \(String(cString: strerror(errno)))")
+        }
+        self.fd = fd
         let (stream, continuation) = AsyncStream.makeStream(of: String.self)
         lines = stream
-        let fd = self.fd
         Thread {
             var buffer: [UInt8] = []
             var chunk = [UInt8](repeating: 0, count: 65536)
