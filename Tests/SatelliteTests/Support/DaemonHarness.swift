@@ -18,7 +18,8 @@ final class DaemonHarness: Sendable {
     var speakerFile: URL { dir.appendingPathComponent("played.raw") }
 
     /// Starts the daemon with `config` (written to satellite.json) and waits for READY=1.
-    static func start(config: JSONValue, token: String? = nil, mic: Data = Data(),
+    /// With `journal`, stderr counts as the journal (JOURNAL_STREAM names it), so records go to journald's socket.
+    static func start(config: JSONValue, token: String? = nil, mic: Data = Data(), journal: Bool = false,
                       environment extra: [String: String] = [:]) async throws -> DaemonHarness {
         let dir = try Package.temporaryDirectory("sat")
         try mic.write(to: dir.appendingPathComponent("mic.raw"))
@@ -54,6 +55,12 @@ final class DaemonHarness: Sendable {
         process.environment = environment
         let stderrURL = dir.appendingPathComponent("stderr.log")
         _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
+        if journal {
+            var st = stat()
+            stat(stderrURL.path, &st)
+            environment["JOURNAL_STREAM"] = "\(st.st_dev):\(st.st_ino)"
+            process.environment = environment
+        }
         process.standardError = try FileHandle(forWritingTo: stderrURL)
         process.standardOutput = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
