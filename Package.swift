@@ -26,7 +26,9 @@ let package = Package(
         .executableTarget(name: "parlour-satellite", dependencies: ["Satellite", "SatelliteCore"], swiftSettings: strict),
         .executableTarget(name: "parlourctl", dependencies: ["SatelliteCore"], swiftSettings: strict),
 
-        .testTarget(name: "SatelliteCoreTests", dependencies: ["SatelliteCore"], swiftSettings: strict),
-        .testTarget(name: "SatelliteTests", dependencies: ["Satellite", "SatelliteCore"], swiftSettings: strict),
+        // What both test targets need to run tools (espeak-ng, sox, cc) safely.
+        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
+        .testTarget(name: "SatelliteCoreTests", dependencies: ["SatelliteCore", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "SatelliteTests", dependencies: ["Satellite", "SatelliteCore", "TestSupport"], swiftSettings: strict),
     ]
 )

@@ -3,6 +3,7 @@
 // A missing tool fails the test with the package to install; it never skips it.
 
 import Foundation
+import TestSupport
 
 /// Speech recordings made on the spot in a temporary directory.
 enum Speech {
@@ -81,25 +82,7 @@ enum Speech {
         }
     }
 
-    /// Runs a tool from PATH, failing with the Debian package to install when it is not there.
     static func run(_ tool: String, package: String, _ arguments: [String]) throws {
-        let directories = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
-        guard let executable = directories.map({ "\($0)/\(tool)" }).first(where: FileManager.default.isExecutableFile)
-        else {
-            throw Failure(description: "\(tool) is not installed; these tests need it: apt-get install \(package)")
-        }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let message = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw Failure(description: "\(tool) \(arguments.joined(separator: " ")) failed with status "
-                + "\(process.terminationStatus): \(String(decoding: message, as: UTF8.self))")
-        }
+        try Spawn.run(tool, package: package, arguments)
     }
 }

@@ -5,6 +5,7 @@
 // before the first ALSA call and never changed: every suite shares this one
 // fixture, and each test passes its own files as device arguments instead.
 import Foundation
+import TestSupport
 import Glibc
 import SatelliteCore
 
@@ -37,17 +38,10 @@ final class ALSAFixture: Sendable {
         // and dlopen fails with "undefined symbol: snd_dlsym_start".
         let plugin = "\(directory)/libasound_module_pcm_paced.so"
         let source = root.appendingPathComponent("Tests/Fixtures/alsa_paced.c").path
-        let cc = Process()
-        cc.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        cc.arguments = ["cc", "-O2", "-shared", "-fPIC", "-DPIC", "-o", plugin, source, "-lasound"]
         do {
-            try cc.run()
-            cc.waitUntilExit()
+            try Spawn.run("cc", package: "gcc", ["-O2", "-shared", "-fPIC", "-DPIC", "-o", plugin, source, "-lasound"])
         } catch {
-            throw SetupFailed(description: "Cannot run cc: \(error)")
-        }
-        guard cc.terminationStatus == 0 else {
-            throw SetupFailed(description: "cc could not build \(source) (exit \(cc.terminationStatus)); is libasound2-dev installed?")
+            throw SetupFailed(description: "cc could not build \(source): \(error); is libasound2-dev installed?")
         }
         let config = """
             pcm_type.paced { lib "\(plugin)" }

@@ -1,6 +1,7 @@
 // Speech for the microphone: espeak-ng says a sentence, sox makes it 16 kHz
 // mono s16le with silence around it, as a person in the room would sound.
 import Foundation
+import TestSupport
 
 enum Speech {
     /// Raw s16le 16 kHz mono: `before` s of silence, the sentence, `after` s of silence.
@@ -8,9 +9,9 @@ enum Speech {
         let dir = try Package.temporaryDirectory("speech")
         defer { try? FileManager.default.removeItem(at: dir) }
         let wav = dir.appendingPathComponent("q.wav").path, raw = dir.appendingPathComponent("q.raw").path
-        try await Subprocess.check("/usr/bin/espeak-ng", ["-w", wav, sentence])
-        try await Subprocess.check("/usr/bin/sox", [wav, "-r", "16000", "-c", "1", "-b", "16", "-e", "signed", "-t", "raw", raw,
-                                                    "pad", String(before), String(after)])
+        try Spawn.run("espeak-ng", package: "espeak-ng", ["-w", wav, sentence])
+        try Spawn.run("sox", package: "sox", [wav, "-r", "16000", "-c", "1", "-b", "16", "-e", "signed", "-t", "raw", raw,
+                                              "pad", String(before), String(after)])
         return try Data(contentsOf: URL(fileURLWithPath: raw))
     }
 
