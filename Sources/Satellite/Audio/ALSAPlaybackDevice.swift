@@ -39,6 +39,9 @@ public final class ALSAPlaybackDevice: @unchecked Sendable {
     private let pcm: OpaquePointer
     private var isClosed = false
     private let underrunCount = Atomic<Int>(0)
+    /// When snd_pcm_writei first accepted frames (CLOCK_MONOTONIC ns), for scripts/bench.
+    /// Set and read on the thread that plays.
+    public private(set) var firstFrameMonotonicNs: UInt64?
 
     private init(device: String, rate: Int, channels: Int, pcm: ALSAPCM) {
         self.device = device
@@ -82,6 +85,7 @@ public final class ALSAPlaybackDevice: @unchecked Sendable {
                 snd_pcm_writei(pcm, samples.baseAddress! + written * channels, snd_pcm_uframes_t(count))
             }
             if result >= 0 {
+                if firstFrameMonotonicNs == nil, result > 0 { firstFrameMonotonicNs = MonotonicClock.nanoseconds() }
                 written += result
             } else {
                 try recover(result, function)

@@ -68,10 +68,15 @@ public actor Playback {
         let job = Job()
         current = job
         watch.works()
+        let bus = self.bus
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (finished: CheckedContinuation<Result<PlaybackOutcome, ALSAError>, Never>) in
                 let thread = Thread {
                     let result = Result { () throws(ALSAError) in try speaker.play(audio) { job.isCancelled } }
+                    // For scripts/bench: the end of "answer to first frame played" (see HTTPClient).
+                    if let stamp = speaker.firstFrameMonotonicNs {
+                        bus.notice(.debug, "First frame handed to ALSA.", ["monotonic_ns": String(stamp)])
+                    }
                     // Closed before anyone waiting may open the device again.
                     speaker.close()
                     job.end()

@@ -150,6 +150,8 @@ public actor Conversation {
         let answer: VoiceAnswer
         do {
             answer = try await link.voice(wav: wav, client: settings.name, room: settings.room)
+            // For scripts/bench: how long reading the answer took (see HTTPClient).
+            bus.notice(.debug, "Answer decoded.", ["monotonic_ns": String(MonotonicClock.nanoseconds())])
         } catch {
             if Task.isCancelled { return .cancelled(stopReason(number)) }
             return .error(error)

@@ -35,7 +35,7 @@ public final class Daemon: Sendable {
         let serverURL = config.server.url.isEmpty ? nil : config.server.url
         let link = Link(url: serverURL, how: serverURL == nil ? nil : .configured,
                         tokens: TokenStore(stateDirectory: paths.stateDirectory, environment: environment),
-                        http: HTTPClient(), bus: bus, keeper: keeper, retryMs: config.server.retryMs)
+                        http: HTTPClient(bus: bus), bus: bus, keeper: keeper, retryMs: config.server.retryMs)
         let conversation = Conversation(
             settings: .init(name: config.name, room: config.room, endpointing: .init(
                 silenceMs: config.audio.silenceMs, maxUtteranceMs: config.audio.maxUtteranceMs,

@@ -13,10 +13,13 @@ public final class HTTPClient: Sendable {
     /// The largest answer body accepted. A reply WAV arrives as base64 of float32
     /// samples at 24 kHz, about 128 KB a second, so a long answer runs to megabytes.
     public let bodyLimit: Int
+    /// Where to say when each POST's answer was all in (a debug notice for scripts/bench).
+    private let bus: EventBus?
 
-    public init(bodyLimit: Int = 16 << 20) {
+    public init(bodyLimit: Int = 16 << 20, bus: EventBus? = nil) {
         _ = HTTPClient.globalInit
         self.bodyLimit = bodyLimit
+        self.bus = bus
     }
 
     // curl_global_init is not safe to race with itself; a static is initialised once.
@@ -29,7 +32,15 @@ public final class HTTPClient: Sendable {
         let transfer = Transfer(request: request, limit: bodyLimit)
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Result<HTTPResponse, HTTPFailure>, Never>) in
-                let thread = Thread { done.resume(returning: transfer.run()) }
+                let thread = Thread {
+                    let result = transfer.run()
+                    // For scripts/bench: the start of "answer to first frame played" (see Playback).
+                    if let bus = self.bus, request.method == "POST", case .success = result {
+                        bus.notice(.debug, "Answer received.", ["monotonic_ns": String(MonotonicClock.nanoseconds()),
+                                                                "url": ServerAnswers.displayURL(request.url)])
+                    }
+                    done.resume(returning: result)
+                }
                 thread.name = "http"
                 thread.start()
             }
