@@ -8,9 +8,11 @@ import SatelliteCore
 final class TestServer: Sendable {
     let port: Int
     let token: String
+    /// The address it listens on (127.0.0.1, or 198.51.100.1 inside scripts/netns-run).
+    let host: String
     private let process: Process
 
-    var url: String { "http://127.0.0.1:\(port)" }
+    var url: String { "http://\(host):\(port)" }
 
     static func start(token: String = "test-token-\(UUID().uuidString.prefix(8))", knobs: JSONValue? = nil,
                       host: String = "127.0.0.1", name: String = "Parlour on den") async throws -> TestServer {
@@ -41,12 +43,13 @@ final class TestServer: Sendable {
                 }
             }.start()
         }
-        return TestServer(port: port, token: token, process: process)
+        return TestServer(port: port, token: token, host: host, process: process)
     }
 
-    private init(port: Int, token: String, process: Process) {
+    private init(port: Int, token: String, host: String, process: Process) {
         self.port = port
         self.token = token
+        self.host = host
         self.process = process
     }
 
