@@ -77,7 +77,7 @@ struct PinningTests {
         let firstAd = try await AvahiPublisher.start(name: firstName, port: first.port, txt: ["role=server"])
         _ = await watch.notice("Pinned \(firstName)")
 
-        first.stop()
+        await first.shutdown()
         _ = try await daemon.ctl("ask", "are you there")  // the failed request marks the server down at once
         _ = await watch.server { $0["reachable"] == false }
         #expect(try await daemon.result("status")["response"]?["state"] == "offline")

@@ -2,6 +2,7 @@
 // strict aiohttp peer, started for a test on a free loopback port. Knobs make
 // it misbehave; its request log shows what the satellite sent.
 import Foundation
+import Synchronization
 @testable import Satellite
 import SatelliteCore
 
@@ -65,6 +66,17 @@ final class TestServer: Sendable {
     /// Every request the server received, oldest first.
     func requests() async throws -> [JSONValue] { try await call("GET", "/_test/log")["requests"]?.arrayValue ?? [] }
     func socketLog() async throws -> [JSONValue] { try await call("GET", "/_test/log")["socket"]?.arrayValue ?? [] }
+
+    /// Stops the server and awaits its end without holding a thread of the pool.
+    func shutdown() async {
+        guard process.isRunning else { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let once = Mutex(Optional(continuation))
+            let resume: @Sendable () -> Void = { once.withLock { $0.take() }?.resume() }
+            process.terminationHandler = { _ in resume() }
+            if process.isRunning { process.terminate() } else { resume() }
+        }
+    }
 
     func stop() {
         if process.isRunning {
