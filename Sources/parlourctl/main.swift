@@ -44,7 +44,7 @@ func run(_ command: ControlCommand, json: Bool, socket: String) -> Never {
 let environment = ProcessInfo.processInfo.environment
 switch ParlourctlCommandLine.parse(Array(CommandLine.arguments.dropFirst())) {
 case .failure(let usage):
-    FileHandle.standardError.write(Data((usage.message + "\n").utf8))
+    FileHandle.standardError.write(Data((usage.description + "\n").utf8))
     exit(2)
 case .success(let invocation):
     let socket = SatellitePaths.resolve(options: invocation.socket.map { ["socket": $0] } ?? [:], environment: environment).socket

@@ -192,6 +192,7 @@ public actor Conversation {
             return .ended(.failure(.microphoneUnavailable, "The microphone \(error.device) cannot be opened: \(error.reason)."))
         }
         var endpointer = Endpointer(settings: settings.endpointing)
+        let longest = settings.endpointing.maxUtteranceMs * 16
         var recorded: [Int16] = []
         var outcome: Recording?
         reading: for await chunk in frames {
@@ -200,7 +201,8 @@ public actor Conversation {
                 recorded.append(contentsOf: samples)
                 let decision = endpointer.feed(samples)
                 if hold {
-                    if released(number) || decision == .ended(.maxLength) { break reading }
+                    // Held: the caller decides when it ends; only the longest utterance still stops it.
+                    if released(number) || recorded.count >= longest { break reading }
                 } else {
                     switch decision {
                     case .ended: break reading

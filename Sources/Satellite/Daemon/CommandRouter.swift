@@ -72,6 +72,10 @@ public final class CommandRouter: ControlHandler {
     private func startWatch(_ id: JSONValue, on connection: ControlConnection) {
         connection.startStreaming()
         let events = bus.subscribe()
+        // The first line says where things stand, and that every later event will be seen.
+        connection.send(JSONValue.object(["v": .number(Double(ControlProtocol.version)), "event": "status",
+                                          "message": .string(board.current.state.sentence(room: board.current.room)),
+                                          "status": board.current.json]).text)
         let task = Task {
             for await event in events {
                 guard case .object(var fields) = event.json else { continue }

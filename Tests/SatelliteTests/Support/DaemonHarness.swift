@@ -14,12 +14,15 @@ final class DaemonHarness: Sendable {
     let environment: [String: String]
     private let process: Process
     private let stderrURL: URL
+    private let exits: AsyncStream<Int32>
+    private let exitStatus = Mutex<Int32?>(nil)
 
     var micFile: URL { dir.appendingPathComponent("mic.raw") }
     var speakerFile: URL { dir.appendingPathComponent("played.raw") }
 
     /// Starts the daemon with `config` (written to satellite.json) and waits for READY=1.
-    static func start(config: JSONValue, token: String? = nil, mic: Data = Data(),
+    /// With `journal`, stderr counts as the journal (JOURNAL_STREAM names it), so records go to journald's socket.
+    static func start(config: JSONValue, token: String? = nil, mic: Data = Data(), journal: Bool = false,
                       environment extra: [String: String] = [:]) async throws -> DaemonHarness {
         let dir = try Package.temporaryDirectory("sat")
         try mic.write(to: dir.appendingPathComponent("mic.raw"))
@@ -46,11 +49,11 @@ final class DaemonHarness: Sendable {
         environment["PARLOUR_SATELLITE_STATE"] = state
         environment["PARLOUR_SATELLITE_SOCKET"] = dir.appendingPathComponent("control.sock").path
         environment.merge(extra) { _, new in new }
-        return try await launch(dir: dir, state: state, environment: environment)
+        return try await launch(dir: dir, state: state, environment: environment, journal: journal)
     }
 
     /// Starts a daemon in `dir` with `environment` (a notify socket of its own is added).
-    private static func launch(dir: URL, state: String, environment: [String: String]) async throws -> DaemonHarness {
+    private static func launch(dir: URL, state: String, environment: [String: String], journal: Bool) async throws -> DaemonHarness {
         let notify = try NotifySocket(path: dir.appendingPathComponent("notify-\(UUID().uuidString.prefix(6)).sock").path)
         var environment = environment
         environment["NOTIFY_SOCKET"] = notify.path
@@ -61,20 +64,31 @@ final class DaemonHarness: Sendable {
         if !FileManager.default.fileExists(atPath: stderrURL.path) {
             _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
         }
+        if journal {
+            var st = stat()
+            stat(stderrURL.path, &st)
+            environment["JOURNAL_STREAM"] = "\(st.st_dev):\(st.st_ino)"
+            process.environment = environment
+        }
         let stderrHandle = try FileHandle(forWritingTo: stderrURL)
-        try stderrHandle.seekToEnd()  // a restarted daemon appends to the same journal
+        try stderrHandle.seekToEnd()  // a restarted daemon appends to the same log
         process.standardError = stderrHandle
         process.standardOutput = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
+        // Set before run(), so the exit is seen however early it comes.
+        let (exits, exited) = AsyncStream.makeStream(of: Int32.self, bufferingPolicy: .bufferingNewest(1))
+        process.terminationHandler = { exited.yield($0.terminationStatus) }
         try process.run()
         let harness = DaemonHarness(dir: dir, notify: notify, socket: environment["PARLOUR_SATELLITE_SOCKET"]!,
-                                    stateDirectory: state, environment: environment, process: process, stderrURL: stderrURL)
+                                    stateDirectory: state, environment: environment, process: process, stderrURL: stderrURL,
+                                    exits: exits)
         await notify.wait(for: "READY=1")
         return harness
     }
 
     private init(dir: URL, notify: NotifySocket, socket: String, stateDirectory: String, environment: [String: String],
-                 process: Process, stderrURL: URL) {
+                 process: Process, stderrURL: URL, exits: AsyncStream<Int32>) {
+        self.exits = exits
         self.dir = dir
         self.notify = notify
         self.socket = socket
@@ -101,28 +115,27 @@ final class DaemonHarness: Sendable {
 
     /// Kills the daemon with SIGKILL (no chance to tidy up) and awaits its end.
     func kill9() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let once = Mutex(Optional(continuation))
-            let resume: @Sendable () -> Void = { once.withLock { $0.take() }?.resume() }
-            process.terminationHandler = { _ in resume() }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) } else { resume() }
-        }
-        notify.close()
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        await stop()
     }
 
     /// A new daemon process on the same config, state folder, socket and stderr log, once this one has ended.
     func restart() async throws -> DaemonHarness {
-        try await DaemonHarness.launch(dir: dir, state: stateDirectory, environment: environment)
+        // JOURNAL_STREAM, if any, carries over: the log file is the same.
+        try await DaemonHarness.launch(dir: dir, state: stateDirectory, environment: environment, journal: false)
     }
 
     /// Sends SIGTERM and returns the exit status.
     @discardableResult
     func stop() async -> Int32 {
-        guard process.isRunning else { return process.terminationStatus }
-        let status: Int32 = await withCheckedContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            if process.isRunning { process.terminate() } else { continuation.resume(returning: process.terminationStatus) }
+        if let known = exitStatus.withLock({ $0 }) { return known }
+        if process.isRunning { process.terminate() }
+        var status: Int32 = -1
+        for await code in exits {
+            status = code
+            break
         }
+        exitStatus.withLock { $0 = status }
         notify.close()
         return status
     }

@@ -52,6 +52,12 @@ final class SocketClient: Sendable {
 
     func request(_ command: ControlCommand, id: String) { send(ControlProtocol.encode(command, id: .string(id)) + "\n") }
 
+    /// Starts a watch and returns once the daemon is streaming (its first line, the status, has come).
+    func watch() async {
+        request(.watch, id: "watch")
+        _ = await next { $0["event"] == "status" }
+    }
+
     /// The next line that parses and satisfies `match`.
     func next(where match: (JSONValue) -> Bool) async -> JSONValue? {
         for await line in lines {

@@ -1,0 +1,87 @@
+// The daemon as systemd and an admin meet it: readiness, status sentences and
+// stopping over real sd_notify datagrams, a clean exit on SIGTERM, refusing a
+// bad config or a socket another daemon holds, and native journal records.
+import Foundation
+import Testing
+import SatelliteCore
+
+@Suite("The daemon starts, reports and stops as a service", .timeLimit(.minutes(1)))
+struct DaemonLifecycleTests {
+    @Test("READY=1 comes once the socket accepts, STATUS= says the state, STOPPING=1 and exit 0 on SIGTERM")
+    func notify() async throws {
+        let daemon = try await DaemonHarness.start(config: ["room": "kitchen", "transport": "record"])
+        // READY=1 has arrived, so the socket must accept now.
+        #expect(try await daemon.ctl("status").status == 0)
+        let ready = daemon.notify.messages
+        #expect(ready.contains("READY=1"))
+        #expect(ready.contains("STATUS=No server yet: pair with parlourctl pair LINK."))
+        #expect(await daemon.stop() == 0)
+        await daemon.notify.wait(for: "STOPPING=1")
+        #expect(!FileManager.default.fileExists(atPath: daemon.socket))
+    }
+
+    @Test("a wrong value in the config stops the daemon with the file and the key")
+    func badConfig() async throws {
+        let dir = try Package.temporaryDirectory("badconfig")
+        let file = dir.appendingPathComponent("satellite.json").path
+        try #"{"audio": {"silenceMs": "800"}, "colour": "red"}"#.write(toFile: file, atomically: true, encoding: .utf8)
+        let done = try await Subprocess.run(Package.binDirectory + "/parlour-satellite",
+                                            ["--config", file, "--state-dir", dir.path, "--socket", dir.path + "/c.sock"])
+        #expect(done.status == 78)
+        #expect(done.err.contains(file))
+        #expect(done.err.contains("audio.silenceMs"))
+    }
+
+    @Test("an unknown key is a warning that names it, and the daemon runs")
+    func unknownKey() async throws {
+        let daemon = try await DaemonHarness.start(config: ["transport": "record", "colour": "red"])
+        #expect(daemon.stderr.contains("\"colour\""))
+        #expect(await daemon.stop() == 0)
+    }
+
+    @Test("a second daemon on the same socket refuses to start and says why")
+    func socketInUse() async throws {
+        let first = try await DaemonHarness.start(config: ["transport": "record"])
+        let second = try await Subprocess.run(Package.binDirectory + "/parlour-satellite",
+                                              ["--socket", first.socket, "--state-dir", first.stateDirectory],
+                                              environment: first.environment)
+        #expect(second.status == 1)
+        #expect(second.err.contains("already listening"))
+        // The first one still answers.
+        #expect(try await first.ctl("status").status == 0)
+        #expect(await first.stop() == 0)
+    }
+
+    @Test("a socket left by a dead daemon is taken over")
+    func staleSocket() async throws {
+        let dir = try Package.temporaryDirectory("stale")
+        let path = dir.path + "/control.sock"
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        close(fd)  // bound, never listened: what a killed daemon leaves
+        let daemon = try await DaemonHarness.start(config: ["transport": "record"], environment: ["PARLOUR_SATELLITE_SOCKET": path])
+        #expect(try await daemon.ctl("status").status == 0)
+        await daemon.stop()
+    }
+
+    @Test("under systemd the daemon writes native journal records with the PARLOUR_ fields")
+    func journal() async throws {
+        let journal = try JournalSocket()
+        defer { journal.close() }
+        let daemon = try await DaemonHarness.start(config: ["room": "kitchen", "transport": "record"], journal: true)
+        let record = await journal.next { $0["PARLOUR_EVENT"] == "state" }
+        #expect(record?["SYSLOG_IDENTIFIER"] == "parlour-satellite")
+        #expect(record?["PARLOUR_ROOM"] == "kitchen")
+        #expect(record?["PARLOUR_STATE"] != nil)
+        #expect(record?["PRIORITY"] != nil)
+        #expect(record?["MESSAGE"]?.hasPrefix("State ") == true)
+        await daemon.stop()
+        // Native records do not also go to stderr.
+        #expect(!daemon.stderr.contains("State "))
+    }
+}
