@@ -57,5 +57,30 @@ case .success(let invocation):
         run(.version, json: invocation.json, socket: socket)
     case .run(let command):
         run(command, json: invocation.json, socket: socket)
+    case .pair(let argument, let yes):
+        let json = invocation.json
+        let text = argument == "-" ? Input.readAll() : argument
+        let command = ControlCommand.pair(link: text)
+        switch PairingLink.parse(text) {
+        case .failure(let refusal):
+            finish(command, .error(refusal), json: json)
+        case .success(let link):
+            if !yes {
+                switch Input.confirm("Pair with \(link.name) at \(link.url)? Everything said here would go there. [y/N] ") {
+                case true?: break
+                case false?:
+                    finish(command, .failure(.invalidRequest, "Not paired: the pairing was not confirmed. Nothing was changed."), json: json)
+                case nil:
+                    finish(command, .failure(.invalidRequest,
+                        "The link is for \(link.name) at \(link.url), but there is no terminal to confirm on, so nothing was changed. "
+                            + "Check that this is your server and run the same command again with --yes."), json: json)
+                }
+            } else if !json {
+                FileHandle.standardError.write(Data("Pairing with \(link.name) at \(link.url) ...\n".utf8))
+            }
+            run(command, json: json, socket: socket)
+        }
+    case .setTokenFromInput:
+        run(.tokenSet(token: Input.readAll()), json: invocation.json, socket: socket)
     }
 }

@@ -24,6 +24,14 @@ struct ParlourctlCommandLineTests {
         (["ask", "--json", "is it raining"], run(.ask(text: "is it raining"), json: true)),
         (["ask", "--", "-5", "degrees", "--json?"], run(.ask(text: "-5 degrees --json?"))),
         (["--version"], ParlourctlInvocation(action: .version)),
+        (["servers", "--json"], run(.servers, json: true)),
+        (["pair", "parlour://pair?url=http%3A%2F%2Fden.local%3A8765&token=abc"],
+         ParlourctlInvocation(action: .pair(link: "parlour://pair?url=http%3A%2F%2Fden.local%3A8765&token=abc", yes: false))),
+        (["pair", "--yes", "-"], ParlourctlInvocation(action: .pair(link: "-", yes: true))),
+        (["use", "http://den.local:8765"], run(.use(url: "http://den.local:8765"))),
+        (["unpin"], run(.unpin)),
+        (["token", "set"], ParlourctlInvocation(action: .setTokenFromInput)),
+        (["token", "clear"], run(.tokenClear)),
     ])
     func understood(arguments: [String], expected: ParlourctlInvocation) {
         #expect(ParlourctlCommandLine.parse(arguments) == .success(expected))
@@ -50,6 +58,12 @@ struct ParlourctlCommandLineTests {
         (["help", "stauts"], "Error: Unknown command 'stauts'. Did you mean 'status'?\nSee 'parlourctl --help'."),
         (["frobnicate", "--help"], "Error: Unknown command 'frobnicate'.\nSee 'parlourctl --help'."),
         (["--version=2"], "Error: '--version' takes no value.\nSee 'parlourctl --help'."),
+        (["pair"], "Error: Missing expected argument '<link>'.\nSee 'parlourctl pair --help'."),
+        (["token"], "Error: Missing expected argument '<subcommand>' after 'token'.\nSee 'parlourctl --help'."),
+        // The argument is probably the token: the refusal does not quote it.
+        (["token", "set", "s3cret-token"],
+         "Error: token set takes no argument: the token would show in the process list. "
+            + "Give it on standard input: parlourctl token set < FILE.\nSee 'parlourctl token set --help'."),
     ])
     func usageErrors(arguments: [String], message: String) throws {
         let result = ParlourctlCommandLine.parse(arguments)
@@ -106,6 +120,12 @@ struct ParlourctlCommandLineTests {
               listen                  Listen now and print what was heard and the reply.
               cancel                  Stop the capture or the playback under way.
               ask                     Ask a question in words and print the reply.
+              servers                 List the Parlour servers found, the pinned one marked.
+              pair                    Pair with a server using the link parlour pair prints.
+              use                     Pin a server by hand; the token stays as it is.
+              unpin                   Forget the pinned server and look for one again.
+              token set               Store the token read from standard input.
+              token clear             Remove the stored token.
               version                 Print the versions of both programs and the protocol.
 
               See 'parlourctl help <subcommand>' for detailed help.

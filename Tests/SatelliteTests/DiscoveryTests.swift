@@ -126,31 +126,6 @@ struct DiscoveryTests {
 
 /// The Avahi that scripts/netns-run set up. Outside it every test here fails,
 /// with a message saying how to run them, rather than passing without testing.
-private struct RealAvahi {
-    let host: String
-    let address: String
-    private let control: String
-
-    init() throws {
-        let environment = ProcessInfo.processInfo.environment
-        guard environment["PARLOUR_TEST_AVAHI"] == "1", let control = environment["PARLOUR_TEST_AVAHI_CTL"] else {
-            throw TestFailure("""
-                These tests need the real avahi-daemon on a private bus in a network namespace. \
-                Run them through scripts/netns-run (as root), e.g. \
-                `scripts/netns-run swift test --filter Discovery`, or run scripts/test.
-                """)
-        }
-        self.control = control
-        host = environment["PARLOUR_TEST_AVAHI_HOST"] ?? "den.local"
-        address = environment["PARLOUR_TEST_AVAHI_ADDRESS"] ?? "198.51.100.1"
-    }
-
-    /// `stop` returns once avahi-daemon is gone, `start` once it serves again.
-    func ctl(_ verb: String) async throws {
-        try await Subprocess.check(control, [verb])
-    }
-}
-
 /// Runs a Discovery for the body and stops it after, even when the body throws;
 /// a daemon the body stopped is started again so the next test finds it.
 private func withDiscovery(_ body: (Discovery, Notices) async throws -> Void) async throws {

@@ -8,13 +8,15 @@ import SatelliteCore
 /// The daemon's ControlHandler.
 public final class CommandRouter: ControlHandler {
     private let conversation: Conversation
+    private let chooser: ServerChooser
     private let board: StatusBoard
     private let bus: EventBus
     private struct Watch { let task: Task<Void, Never>; let id: JSONValue; let connection: ControlConnection }
     private let watches = Mutex<[ObjectIdentifier: Watch]>([:])
 
-    public init(conversation: Conversation, board: StatusBoard, bus: EventBus) {
+    public init(conversation: Conversation, chooser: ServerChooser, board: StatusBoard, bus: EventBus) {
         self.conversation = conversation
+        self.chooser = chooser
         self.board = board
         self.bus = bus
     }
@@ -40,6 +42,21 @@ public final class CommandRouter: ControlHandler {
         case .ask(let text):
             result = await conversation.ask(text)
             bus.publish(.finished(command: "ask", result: result))
+        case .servers:
+            result = await chooser.servers()
+        // The link and the token are never published: only the result, which holds neither.
+        case .pair(let link):
+            result = await chooser.pair(link)
+            bus.publish(.finished(command: "pair", result: result))
+        case .use(let url):
+            result = await chooser.use(url)
+            bus.publish(.finished(command: "use", result: result))
+        case .unpin:
+            result = await chooser.unpin()
+        case .tokenSet(let token):
+            result = await chooser.setToken(token)
+        case .tokenClear:
+            result = await chooser.clearToken()
         }
         connection.finish(id: request.id, result)
     }

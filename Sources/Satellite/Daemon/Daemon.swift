@@ -33,35 +33,45 @@ public final class Daemon: Sendable {
         let capture = AudioCapture(device: config.audio.input, bus: bus)
         let playback = Playback(device: config.audio.output, bus: bus)
         let serverURL = config.server.url.isEmpty ? nil : config.server.url
-        let link = Link(url: serverURL, how: serverURL == nil ? nil : .configured,
-                        tokens: TokenStore(stateDirectory: paths.stateDirectory, environment: environment),
+        // A kill in the middle of a write leaves a temporary beside the file (the token, perhaps).
+        for file in ["token", "pin.json"] {
+            AtomicFile.removeLeftovers(of: (paths.stateDirectory as NSString).appendingPathComponent(file))
+        }
+        let pin = ServerPin(stateDirectory: paths.stateDirectory, configuredURL: serverURL, bus: bus)
+        let discovery = Discovery(bus: bus)
+        let link = Link(tokens: TokenStore(stateDirectory: paths.stateDirectory, environment: environment),
                         http: HTTPClient(bus: bus), bus: bus, keeper: keeper, retryMs: config.server.retryMs)
+        let chooser = ServerChooser(pin: pin, discovery: discovery, link: link, bus: bus,
+                                    stateDirectory: paths.stateDirectory, retryMs: config.server.retryMs)
         let conversation = Conversation(
             settings: .init(name: config.name, room: config.room, endpointing: .init(
                 silenceMs: config.audio.silenceMs, maxUtteranceMs: config.audio.maxUtteranceMs,
                 leadingSilenceMs: config.audio.leadingSilenceMs)),
             capture: capture, playback: playback, link: link, bus: bus, keeper: keeper)
-        let router = CommandRouter(conversation: conversation, board: board, bus: bus)
+        let router = CommandRouter(conversation: conversation, chooser: chooser, board: board, bus: bus)
 
         let server = try ControlServer(path: paths.socket, handler: router)
         let journalTask = Task { await journal.run(journalEvents, room: config.room) }
         let notifierTask = Task { await notifier.run(notifierEvents, room: config.room) }
 
-        keeper.update { $0.hasServer = serverURL != nil }
+        // Before READY=1, so the first state already says whether there is a server.
+        await link.follow(await pin.current())
         server.start()
         keeper.update { $0.started = true }
         notifier.ready(status: keeper.state.sentence(room: config.room))
         bus.notice(.notice, "parlour-satellite \(SatelliteVersion.satellite) is ready.",
                    ["socket": paths.socket, "transport": config.transport.rawValue])
 
-        var services: [Task<Void, Never>] = [Task { await link.run() }]
+        var services: [Task<Void, Never>] = [
+            Task { await discovery.run() }, Task { await link.run() }, Task { await chooser.run() },
+        ]
         services.append(Task {
             _ = await capture.probe()
             _ = await playback.probe()
         })
         if let interval = notifier.watchdogInterval {
             let pings: [@Sendable () async -> Bool] = [
-                { await conversation.ping() }, { await link.ping() }, { await capture.ping() }, { await playback.ping() },
+                { await conversation.ping() }, { await link.ping() }, { await discovery.ping() }, { await chooser.ping() }, { await capture.ping() }, { await playback.ping() },
             ]
             services.append(Task { await notifier.watchdog(every: interval, pings: pings) })
         }

@@ -1,78 +1,137 @@
-// The satellite's connection to the house's server. It alone holds the server's
-// address and reads the token, so nothing else can send the token anywhere. It
-// keeps status honest: it checks /health and /v1/models at start, re-checks a
-// server that went away with back-off (1 s doubling to server.retryMs), and
-// learns from every request whether the server answered.
+// The satellite's connection to the house's server. It alone reads the token
+// and sends it, so nothing else can send the token anywhere: only to the server
+// in use (the pin it follows), or to a candidate being checked before it is
+// pinned. It keeps status honest: it checks /health and /v1/models when it
+// starts following a server, re-checks a server that went away with back-off
+// (1 s doubling to server.retryMs), and learns from every request whether the
+// server answered. Easy to get wrong: an answer from the server it followed
+// before must not count for the one it follows now.
 import Foundation
 import SatelliteCore
 
 /// The server in use and the calls the satellite makes to it.
 public actor Link {
-    private let url: String?
-    private let how: PinHow?
+    private var pin: Pin?
     private let tokens: TokenStore
     private let http: HTTPClient
     private let bus: EventBus
     private let keeper: StateKeeper
     private let retryCap: Duration
     private var health = ServerHealth()
+    /// Counts the servers followed, so the check loop starts its back-off afresh for a new one.
+    private var generation = 0
     private var sleeper: Task<Void, Never>?
+    private var woken = false
 
     /// How often a server that answers is checked again.
     static let recheckHealthy: Duration = .seconds(60)
 
-    public init(url: String?, how: PinHow?, tokens: TokenStore, http: HTTPClient, bus: EventBus, keeper: StateKeeper, retryMs: Int) {
-        self.url = url.flatMap { $0.isEmpty ? nil : $0 }
-        self.how = how
+    public init(tokens: TokenStore, http: HTTPClient, bus: EventBus, keeper: StateKeeper, retryMs: Int) {
         self.tokens = tokens
         self.http = http
         self.bus = bus
         self.keeper = keeper
         self.retryCap = .milliseconds(retryMs)
-        health = ServerHealth(url: self.url, how: self.url == nil ? nil : how)
+    }
+
+    /// Makes `pin` the server in use (nil: there is none), and checks it at once.
+    public func follow(_ pin: Pin?) {
+        if pin?.url == self.pin?.url, pin?.how == self.pin?.how, pin?.name == self.pin?.name { return }
+        let sameServer = pin?.url == self.pin?.url
+        self.pin = pin
+        if sameServer {
+            health.name = pin?.name
+            health.how = pin?.how
+        } else {
+            health = ServerHealth(url: pin?.url, name: pin?.name, how: pin?.how)
+            generation += 1
+            keeper.update { $0.hasServer = pin != nil; $0.reachable = nil }
+        }
+        bus.publish(.server(health))
+        wake()
+    }
+
+    /// Checks the server in use now rather than at the next check (after a new token).
+    public func recheck() { wake() }
+
+    /// Ends the pause under way, or the next one if a check is running now.
+    private func wake() {
+        woken = true
+        sleeper?.cancel()
+    }
+
+    /// Checks a server that is not (or not yet) the one in use: `/health`, then `/v1/models` with
+    /// `token`, or with the token in force when nil. The error says which check failed; nothing
+    /// is learned about the server in use.
+    public func vet(_ url: String, token: String? = nil) async -> Result<Void, SatelliteError> {
+        let client = ParlourClient(baseURL: url, token: token ?? tokens.read(), http: http)
+        let shown = ServerAnswers.displayURL(url)
+        do {
+            _ = try await client.health()
+        } catch {
+            return .failure(SatelliteError(error.code,
+                "The check of /health at \(shown) failed, so nothing was changed: \(error.message)"))
+        }
+        do {
+            try await client.models()
+        } catch where error.code == .tokenRefused {
+            return .failure(SatelliteError(.tokenRefused,
+                "/health at \(shown) answered, but /v1/models refused the token, so nothing was changed. "
+                    + "Check that the token is this server's: run parlour pair on it for a new link."))
+        } catch {
+            return .failure(SatelliteError(error.code,
+                "/health at \(shown) answered, but the check of /v1/models failed, so nothing was changed: \(error.message)"))
+        }
+        return .success(())
     }
 
     private func client() throws(SatelliteError) -> ParlourClient {
-        guard let url else {
-            throw SatelliteError(.noServer, "No server is set. Set server.url in the config, or pair with parlourctl pair LINK.")
+        guard let url = pin?.url else {
+            throw SatelliteError(.noServer,
+                "No server is pinned yet, and none found with Bonjour accepted the token. "
+                    + "Pair with parlourctl pair LINK, pin one with parlourctl use URL, or set server.url in the config.")
         }
         return ParlourClient(baseURL: url, token: tokens.read(), http: http)
     }
 
     public func ask(text: String, client name: String, room: String) async throws(SatelliteError) -> AskAnswer {
         let client = try client()
+        let url = client.baseURL
         do {
             let answer = try await client.ask(text: text, client: name, room: room)
-            learn(reachable: true, tokenAccepted: true)
+            learn(reachable: true, tokenAccepted: true, about: url)
             return answer
         } catch {
-            learn(from: error)
+            learn(from: error, about: url)
             throw error
         }
     }
 
     public func voice(wav: Data, client name: String, room: String) async throws(SatelliteError) -> VoiceAnswer {
         let client = try client()
+        let url = client.baseURL
         do {
             let answer = try await client.voice(wav: wav, client: name, room: room)
-            learn(reachable: true, tokenAccepted: true)
+            learn(reachable: true, tokenAccepted: true, about: url)
             return answer
         } catch {
-            learn(from: error)
+            learn(from: error, about: url)
             throw error
         }
     }
 
-    private func learn(from error: SatelliteError) {
+    private func learn(from error: SatelliteError, about url: String) {
         switch error.code {
-        case .serverUnreachable: learn(reachable: false, tokenAccepted: health.tokenAccepted)
-        case .tokenRefused: learn(reachable: true, tokenAccepted: false)
-        case .serverRefused, .badAnswer: learn(reachable: true, tokenAccepted: health.tokenAccepted)
+        case .serverUnreachable: learn(reachable: false, tokenAccepted: health.tokenAccepted, about: url)
+        case .tokenRefused: learn(reachable: true, tokenAccepted: false, about: url)
+        case .serverRefused, .badAnswer: learn(reachable: true, tokenAccepted: health.tokenAccepted, about: url)
         default: break
         }
     }
 
-    private func learn(reachable: Bool, tokenAccepted: Bool?) {
+    /// Records what an answer from `url` said, unless the satellite has moved to another server since.
+    private func learn(reachable: Bool, tokenAccepted: Bool?, about url: String) {
+        guard let current = pin?.url, ParlourClient(baseURL: current, token: nil, http: http).baseURL == url else { return }
         var next = health
         next.reachable = reachable
         next.tokenAccepted = tokenAccepted
@@ -81,16 +140,23 @@ public actor Link {
         health = next
         bus.publish(.server(health))
         keeper.update { $0.reachable = reachable }
-        if wentAway { sleeper?.cancel() }  // re-check now and then with back-off
+        if wentAway { sleeper?.cancel() }  // from a request: re-check now, then with back-off  // re-check now and then with back-off
     }
 
-    /// Checks the server now and again until cancelled.
+    /// Checks the server in use now and again until cancelled; with none, waits for `follow`.
     public func run() async {
         bus.publish(.server(health))
-        keeper.update { $0.hasServer = url != nil }
-        guard url != nil else { return }
         var backoff = Backoff(cap: retryCap)
+        var checking = generation
         while !Task.isCancelled {
+            if checking != generation {
+                checking = generation
+                backoff.reset()
+            }
+            guard pin != nil else {
+                await pause(.seconds(24 * 3600))
+                continue
+            }
             await check()
             if health.reachable == true {
                 backoff.reset()
@@ -103,25 +169,32 @@ public actor Link {
 
     private func check() async {
         guard let client = try? client() else { return }
+        let url = client.baseURL
         do {
             _ = try await client.health()
         } catch {
-            learn(reachable: false, tokenAccepted: health.tokenAccepted)
+            learn(reachable: false, tokenAccepted: health.tokenAccepted, about: url)
             return
         }
         do {
             try await client.models()
-            learn(reachable: true, tokenAccepted: true)
+            learn(reachable: true, tokenAccepted: true, about: url)
         } catch {
-            learn(reachable: error.code != .serverUnreachable, tokenAccepted: error.code == .tokenRefused ? false : health.tokenAccepted)
+            learn(reachable: error.code != .serverUnreachable,
+                  tokenAccepted: error.code == .tokenRefused ? false : health.tokenAccepted, about: url)
         }
     }
 
     private func pause(_ duration: Duration) async {
+        if woken {
+            woken = false
+            return
+        }
         let task = Task { _ = try? await Task.sleep(for: duration) }
         sleeper = task
         await withTaskCancellationHandler { await task.value } onCancel: { task.cancel() }
         sleeper = nil
+        woken = false
     }
 
     public var current: ServerHealth { health }

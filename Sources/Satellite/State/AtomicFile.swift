@@ -65,6 +65,16 @@ public enum AtomicFile {
         return true
     }
 
+    /// Removes the temporaries a killed writer of `path` left behind (`.<name>.<random>.tmp`),
+    /// which may hold a secret. Quietly: a folder that cannot be read has none to remove.
+    public static func removeLeftovers(of path: String) {
+        let (folder, name) = split(path)
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
+        for entry in entries where entry.hasPrefix(".\(name).") && entry.hasSuffix(".tmp") {
+            unlink("\(folder)/\(entry)")
+        }
+    }
+
     /// Creates `folder` and any parents it lacks, with `mode` (less the umask) for the new ones.
     public static func makeFolder(_ folder: String, mode: mode_t) throws(Failure) {
         var path = folder.hasPrefix("/") ? "" : "."

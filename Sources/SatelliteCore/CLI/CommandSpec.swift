@@ -16,6 +16,9 @@ struct CommandSpec: Sendable {
     /// True for `help`: about parlourctl itself, so it is not listed among the subcommands (the
     /// footer of the top-level help names it) and its help leaves out the options for the daemon.
     var meta = false
+    /// When set, any argument is refused with this sentence, which must not quote it (`token set`:
+    /// an argument there is probably the token).
+    var refusesArguments: String? = nil
     /// Builds the action from a command line whose options and argument count are already checked.
     let make: @Sendable (ParsedCommand) throws(UsageError) -> ParlourctlInvocation.Action
 }

@@ -12,6 +12,11 @@ public struct ParlourctlInvocation: Sendable, Equatable {
         case run(ControlCommand)
         /// Print parlourctl's own version (`--version`) without asking the daemon.
         case version
+        /// Show the link's server and ask to confirm (unless `yes`), then send `pair`. A link
+        /// of `-` is read from standard input, which keeps the token out of the process list.
+        case pair(link: String, yes: Bool)
+        /// Read the token from standard input, then send `token set`.
+        case setTokenFromInput
     }
 
     public var action: Action
@@ -56,6 +61,38 @@ public enum ParlourctlCommandLine {
             guard !text.isEmpty else { throw command.usageError("Missing expected argument '<text> ...'.") }
             return .run(.ask(text: text))
         },
+        CommandSpec(name: "servers", abstract: "List the Parlour servers found, the pinned one marked.") { _ in
+            .run(.servers)
+        },
+        CommandSpec(name: "pair", abstract: "Pair with a server using the link parlour pair prints.",
+                    discussion: """
+                        Shows the server's name and the address everything said here would go
+                        to, and asks to confirm; then the satellite checks /health and
+                        /v1/models, stores the token and pins the server. The link holds the
+                        token: give - to read it from standard input, which keeps it out of
+                        the process list.
+                        """,
+                    arguments: [ArgumentSpec("<link>", .one, help: "The pairing link, or - to read it from stdin.")],
+                    options: [OptionSpec("--yes", help: "Pair without asking to confirm.")]) { command in
+            .pair(link: command.arguments[0], yes: command.flags.contains("--yes"))
+        },
+        CommandSpec(name: "use", abstract: "Pin a server by hand; the token stays as it is.",
+                    discussion: """
+                        The server is pinned only when /health answers and /v1/models accepts
+                        the token.
+                        """,
+                    arguments: [ArgumentSpec("<url>", .one, help: "The server's address, such as http://den.local:8765.")]) {
+            command in .run(.use(url: command.arguments[0]))
+        },
+        CommandSpec(name: "unpin", abstract: "Forget the pinned server and look for one again.") { _ in .run(.unpin) },
+        CommandSpec(name: "token set", abstract: "Store the token read from standard input.",
+                    discussion: """
+                        The token is never taken from the command line, where the process list
+                        would show it: parlourctl token set < FILE, or type it and press Ctrl-D.
+                        """,
+                    refusesArguments: "token set takes no argument: the token would show in the process list. "
+                        + "Give it on standard input: parlourctl token set < FILE.") { _ in .setTokenFromInput },
+        CommandSpec(name: "token clear", abstract: "Remove the stored token.") { _ in .run(.tokenClear) },
         CommandSpec(name: "version", abstract: "Print the versions of both programs and the protocol.") { _ in
             .run(.version)
         },
@@ -129,6 +166,8 @@ public enum ParlourctlCommandLine {
             return .failure(UsageError("Missing expected argument '<subcommand>'\(after).", helpCommand: program))
         }
         let parsed = ParsedCommand(command: command.name, arguments: words, flags: flags, values: values)
+        // Said without quoting the argument, which is probably a secret.
+        if let refusal = command.refusesArguments, !words.isEmpty { return .failure(parsed.usageError(refusal)) }
         do {
             try checkCount(of: parsed, against: command.arguments)
             return invocation(try command.make(parsed))

@@ -1,9 +1,11 @@
 // The commands the daemon takes over its socket, with their arguments checked
-// once here so that the daemon only ever sees well-formed ones.
+// once here so that the daemon only ever sees well-formed ones. Easy to get
+// wrong: `pair` and `token set` carry the token, so a command's description is
+// its name alone and no refusal here quotes a value.
 import Foundation
 
 /// A command parlourctl (or any other program) sends to the daemon.
-public enum ControlCommand: Sendable, Equatable {
+public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
     case status
     case watch
     case version
@@ -13,6 +15,20 @@ public enum ControlCommand: Sendable, Equatable {
     case end
     case cancel
     case ask(text: String)
+    /// What Bonjour finds, the pinned one marked.
+    case servers
+    /// Pair with a `parlour://pair?...` link, which holds the token; the daemon parses it again.
+    case pair(link: String)
+    /// Pin a server by hand, after the same checks as pairing, with the token in force.
+    case use(url: String)
+    /// Forget the pinned server and look again.
+    case unpin
+    /// Store a new token (it never travels on a command line, only in this request).
+    case tokenSet(token: String)
+    case tokenClear
+
+    /// The name alone: the arguments of `pair` and `token set` are secrets.
+    public var description: String { name }
 
     public var name: String {
         switch self {
@@ -23,15 +39,25 @@ public enum ControlCommand: Sendable, Equatable {
         case .end: "end"
         case .cancel: "cancel"
         case .ask: "ask"
+        case .servers: "servers"
+        case .pair: "pair"
+        case .use: "use"
+        case .unpin: "unpin"
+        case .tokenSet: "token set"
+        case .tokenClear: "token clear"
         }
     }
 
-    public static let names = ["status", "watch", "version", "listen", "end", "cancel", "ask"]
+    public static let names = ["status", "watch", "version", "listen", "end", "cancel", "ask",
+                               "servers", "pair", "use", "unpin", "token set", "token clear"]
 
     var arguments: [String: JSONValue] {
         switch self {
         case .listen(let hold): return hold ? ["hold": true] : [:]
         case .ask(let text): return ["text": .string(text)]
+        case .pair(let link): return ["link": .string(link)]
+        case .use(let url): return ["url": .string(url)]
+        case .tokenSet(let token): return ["token": .string(token)]
         default: return [:]
         }
     }
@@ -40,12 +66,28 @@ public enum ControlCommand: Sendable, Equatable {
         func bad(_ message: String) -> Result<ControlCommand, SatelliteError> {
             .failure(SatelliteError(.invalidRequest, message))
         }
+        func nonEmpty(_ key: String) -> String? {
+            guard let text = fields[key]?.stringValue?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else { return nil }
+            return text
+        }
         switch name {
         case "status": return .success(.status)
         case "watch": return .success(.watch)
         case "version": return .success(.version)
         case "end": return .success(.end)
         case "cancel": return .success(.cancel)
+        case "servers": return .success(.servers)
+        case "unpin": return .success(.unpin)
+        case "token clear": return .success(.tokenClear)
+        case "pair":
+            guard let link = nonEmpty("link") else { return bad("pair needs \"link\", the parlour://pair?... link as a string.") }
+            return .success(.pair(link: link))
+        case "use":
+            guard let url = nonEmpty("url") else { return bad("use needs \"url\", the server's address such as http://den.local:8765.") }
+            return .success(.use(url: url))
+        case "token set":
+            guard let token = nonEmpty("token") else { return bad("token set needs \"token\", a string that is not empty.") }
+            return .success(.tokenSet(token: token))
         case "listen":
             switch fields["hold"] {
             case nil, .null?: return .success(.listen(hold: false))

@@ -26,7 +26,40 @@ public enum ResultText {
             return "parlour-satellite \(r["satellite"]?.stringValue ?? "?"), control protocol \(r["control"]?.intValue.map(String.init) ?? "?"), "
                 + "Parlour protocol \(r["parlourProtocol"]?.stringValue ?? "?")\n"
         case .watch: return ""
+        case .servers: return servers(r)
+        case .pair:
+            return "Paired with \(pinned(r["server"])). The token is stored, and only this server gets it.\n"
+        case .use: return "Pinned \(pinned(r["server"])) by hand. Only this server gets a request or the token.\n"
+        case .unpin:
+            guard let forgotten = r["forgotten"], forgotten != .null else {
+                return "Nothing was pinned. The satellite is looking for a server.\n"
+            }
+            return "Forgot \(pinned(forgotten)). The satellite is looking for a server again.\n"
+        case .tokenSet: return "The token is stored. It is read afresh for every request.\n"
+        case .tokenClear:
+            return r["cleared"]?.boolValue == true ? "The token is removed.\n" : "There was no stored token.\n"
         }
+    }
+
+    /// "NAME at URL" for a pin object.
+    static func pinned(_ pin: JSONValue?) -> String {
+        "\(pin?["name"]?.stringValue ?? "?") at \(pin?["url"]?.stringValue ?? "?")"
+    }
+
+    static func servers(_ r: JSONValue) -> String {
+        let list = r["servers"]?.arrayValue ?? []
+        guard !list.isEmpty else {
+            return "No Parlour server is advertised on this network. Pair with parlourctl pair LINK, or pin one with parlourctl use URL.\n"
+        }
+        return list.map { s in
+            let mark = s["pinned"]?.boolValue == true ? "* " : "  "
+            let addresses = (s["addresses"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: " ")
+            let txt = (s["txt"]?.objectValue ?? [:]).sorted { $0.key < $1.key }
+                .map { "\($0.key)=\($0.value.stringValue ?? "")" }.joined(separator: " ")
+            return "\(mark)\(s["name"]?.stringValue ?? "?")  \(s["url"]?.stringValue ?? "?")"
+                + (s["pinned"]?.boolValue == true ? "  (pinned)" : "")
+                + "\n    addresses: \(addresses.isEmpty ? "-" : addresses)\n    txt: \(txt.isEmpty ? "-" : txt)\n"
+        }.joined()
     }
 
     static func via(_ r: JSONValue) -> String {

@@ -35,7 +35,9 @@ public struct StatusModel: Sendable, Equatable {
         case .microphone(let d): microphone = d
         case .speaker(let d): speaker = d
         case .server(let s): server = s
-        case .heard, .reply, .finished, .notice: break
+        // Discovery says when avahi-daemon comes or goes with a "bonjour" field on its notice.
+        case .notice(_, _, let fields): if let word = fields["bonjour"] { bonjour = word }
+        case .heard, .reply, .finished: break
         }
     }
 

@@ -39,8 +39,6 @@ final class DaemonHarness: Sendable {
         let state = dir.appendingPathComponent("state").path
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         if let token { try (token + "\n").write(toFile: state + "/token", atomically: true, encoding: .utf8) }
-        let notify = try NotifySocket(path: dir.appendingPathComponent("notify.sock").path)
-
         var environment = ProcessInfo.processInfo.environment
         for key in ["PARLOUR_TOKEN", "JOURNAL_STREAM", "STATE_DIRECTORY", "RUNTIME_DIRECTORY", "CREDENTIALS_DIRECTORY",
                     "WATCHDOG_USEC", "WATCHDOG_PID"] {
@@ -50,21 +48,31 @@ final class DaemonHarness: Sendable {
         environment["PARLOUR_SATELLITE_CONFIG"] = dir.appendingPathComponent("satellite.json").path
         environment["PARLOUR_SATELLITE_STATE"] = state
         environment["PARLOUR_SATELLITE_SOCKET"] = dir.appendingPathComponent("control.sock").path
-        environment["NOTIFY_SOCKET"] = notify.path
         environment.merge(extra) { _, new in new }
+        return try await launch(dir: dir, state: state, environment: environment, journal: journal)
+    }
 
+    /// Starts a daemon in `dir` with `environment` (a notify socket of its own is added).
+    private static func launch(dir: URL, state: String, environment: [String: String], journal: Bool) async throws -> DaemonHarness {
+        let notify = try NotifySocket(path: dir.appendingPathComponent("notify-\(UUID().uuidString.prefix(6)).sock").path)
+        var environment = environment
+        environment["NOTIFY_SOCKET"] = notify.path
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Package.binDirectory + "/parlour-satellite")
         process.environment = environment
         let stderrURL = dir.appendingPathComponent("stderr.log")
-        _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
+        if !FileManager.default.fileExists(atPath: stderrURL.path) {
+            _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
+        }
         if journal {
             var st = stat()
             stat(stderrURL.path, &st)
             environment["JOURNAL_STREAM"] = "\(st.st_dev):\(st.st_ino)"
             process.environment = environment
         }
-        process.standardError = try FileHandle(forWritingTo: stderrURL)
+        let stderrHandle = try FileHandle(forWritingTo: stderrURL)
+        try stderrHandle.seekToEnd()  // a restarted daemon appends to the same log
+        process.standardError = stderrHandle
         process.standardOutput = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
         // Set before run(), so the exit is seen however early it comes.
@@ -104,6 +112,18 @@ final class DaemonHarness: Sendable {
     var stderr: String { (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? "" }
 
     var isRunning: Bool { process.isRunning }
+
+    /// Kills the daemon with SIGKILL (no chance to tidy up) and awaits its end.
+    func kill9() async {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        await stop()
+    }
+
+    /// A new daemon process on the same config, state folder, socket and stderr log, once this one has ended.
+    func restart() async throws -> DaemonHarness {
+        // JOURNAL_STREAM, if any, carries over: the log file is the same.
+        try await DaemonHarness.launch(dir: dir, state: stateDirectory, environment: environment, journal: false)
+    }
 
     /// Sends SIGTERM and returns the exit status.
     @discardableResult

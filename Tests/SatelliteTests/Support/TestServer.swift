@@ -2,15 +2,18 @@
 // strict aiohttp peer, started for a test on a free loopback port. Knobs make
 // it misbehave; its request log shows what the satellite sent.
 import Foundation
+import Synchronization
 @testable import Satellite
 import SatelliteCore
 
 final class TestServer: Sendable {
     let port: Int
     let token: String
+    /// The address it listens on (127.0.0.1, or 198.51.100.1 inside scripts/netns-run).
+    let host: String
     private let process: Process
 
-    var url: String { "http://127.0.0.1:\(port)" }
+    var url: String { "http://\(host):\(port)" }
 
     static func start(token: String = "test-token-\(UUID().uuidString.prefix(8))", knobs: JSONValue? = nil,
                       host: String = "127.0.0.1", name: String = "Parlour on den") async throws -> TestServer {
@@ -41,12 +44,13 @@ final class TestServer: Sendable {
                 }
             }.start()
         }
-        return TestServer(port: port, token: token, process: process)
+        return TestServer(port: port, token: token, host: host, process: process)
     }
 
-    private init(port: Int, token: String, process: Process) {
+    private init(port: Int, token: String, host: String, process: Process) {
         self.port = port
         self.token = token
+        self.host = host
         self.process = process
     }
 
@@ -62,6 +66,17 @@ final class TestServer: Sendable {
     /// Every request the server received, oldest first.
     func requests() async throws -> [JSONValue] { try await call("GET", "/_test/log")["requests"]?.arrayValue ?? [] }
     func socketLog() async throws -> [JSONValue] { try await call("GET", "/_test/log")["socket"]?.arrayValue ?? [] }
+
+    /// Stops the server and awaits its end without holding a thread of the pool.
+    func shutdown() async {
+        guard process.isRunning else { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let once = Mutex(Optional(continuation))
+            let resume: @Sendable () -> Void = { once.withLock { $0.take() }?.resume() }
+            process.terminationHandler = { _ in resume() }
+            if process.isRunning { process.terminate() } else { resume() }
+        }
+    }
 
     /// Asks the server to exit (SIGTERM) and returns at once: waiting for it here would hold
     /// one of the two threads async tests run on. Foundation reaps the process.

@@ -1,0 +1,218 @@
+// Decides which server the Link follows, by PinPolicy's rules: server.url in the
+// config, else the pin, else the first server Bonjour finds that passes both
+// checks. It also runs the commands that change that choice (pair, use, unpin,
+// token set/clear). Easy to get wrong: once a server is pinned, a newcomer is
+// only named in the journal, never contacted; a person may pin while a search
+// is under way (ServerPin then refuses the search's pin); and with server.url
+// set, nothing here may change the choice or send the token anywhere else.
+import Foundation
+import SatelliteCore
+
+/// Chooses the server in use and keeps the Link on it.
+public actor ServerChooser {
+    private let pin: ServerPin
+    private let discovery: Discovery
+    private let link: Link
+    private let bus: EventBus
+    private let stateDirectory: String
+    private let retry: Duration
+    /// The servers Bonjour lists now.
+    private var found: [DiscoveredServer] = []
+    private var newcomers = Newcomers()
+    /// False while the pinned server does not answer.
+    private var pinnedAnswers = true
+    private var searching = false
+    private var searchAgain = false
+
+    public init(pin: ServerPin, discovery: Discovery, link: Link, bus: EventBus, stateDirectory: String, retryMs: Int) {
+        self.pin = pin
+        self.discovery = discovery
+        self.link = link
+        self.bus = bus
+        self.stateDirectory = stateDirectory
+        self.retry = .milliseconds(retryMs)
+    }
+
+    /// Follows the pin, the servers found and the pinned server's health until cancelled.
+    public func run() async {
+        await link.follow(await pin.current())
+        let lists = await discovery.changes()
+        let events = bus.subscribe()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { for await list in lists { await self.seen(list) } }
+            group.addTask {
+                for await event in events {
+                    if case .server(let health) = event { await self.heard(health) }
+                }
+            }
+            // A server that failed the checks may pass later (it was starting, or the token changed).
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: self.retry)
+                    await self.search()
+                }
+            }
+        }
+    }
+
+    public func ping() -> Bool { true }
+
+    // MARK: Commands
+
+    /// `servers`: what Bonjour finds, the pinned one marked.
+    public func servers() async -> ControlResult {
+        let current = await pin.current()
+        let list: [JSONValue] = found.map { server in
+            guard case .object(var fields) = server.json else { return server.json }
+            fields["pinned"] = .bool(current.map { PinPolicy.isPinned(Self.advertiser(server), pinned: $0) } ?? false)
+            return .object(fields)
+        }
+        return .completed(["servers": .array(list)])
+    }
+
+    /// `pair LINK`: parses the link, checks the server with the link's token, then stores the
+    /// token and pins the server. A refusal or a failed check changes nothing.
+    public func pair(_ text: String) async -> ControlResult {
+        if let refusal = await configDecides() { return .error(refusal) }
+        let link: PairingLink
+        switch PairingLink.parse(text) {
+        case .success(let parsed): link = parsed
+        case .failure(let refusal): return .error(refusal)
+        }
+        if case .failure(let failed) = await self.link.vet(link.url, token: link.token) { return .error(failed) }
+        do {
+            try TokenFile.write(link.token, stateDirectory: stateDirectory)
+            let pinned = try await pin.pin(url: link.url, name: link.name, how: .paired)
+            await follow(pinned)
+            return .completed(["server": pinned.json])
+        } catch {
+            return .error(error)
+        }
+    }
+
+    /// `use URL`: pins by hand after the same two checks, with the token in force.
+    public func use(_ url: String) async -> ControlResult {
+        if let refusal = await configDecides() { return .error(refusal) }
+        guard let address = ServerAddress(url) else {
+            return .failure(.invalidRequest, "\(url) is not an http or https address with a host. Give one such as http://den.local:8765.")
+        }
+        if case .failure(let failed) = await link.vet(url) { return .error(failed) }
+        // The name Bonjour gives it, when it is advertised; else its host.
+        let name = found.first { address.isAt(host: Self.advertiser($0).host, port: $0.port) }?.name ?? address.host
+        do {
+            let pinned = try await pin.pin(url: url, name: name, how: .manual)
+            await follow(pinned)
+            return .completed(["server": pinned.json])
+        } catch {
+            return .error(error)
+        }
+    }
+
+    /// `unpin`: forgets the pin and looks again (the search goes on after the answer).
+    public func unpin() async -> ControlResult {
+        if let refusal = await configDecides() { return .error(refusal) }
+        do {
+            let forgotten = try await pin.unpin()
+            await follow(nil)
+            Task { await self.search() }
+            return .completed(["forgotten": forgotten?.json ?? .null])
+        } catch {
+            return .error(error)
+        }
+    }
+
+    /// `token set`: stores the token; the server in use is checked with it at once.
+    public func setToken(_ token: String) async -> ControlResult {
+        do {
+            try TokenFile.write(token, stateDirectory: stateDirectory)
+        } catch {
+            return .error(error)
+        }
+        bus.notice(.notice, "A new token is stored.")
+        await link.recheck()
+        Task { await self.search() }
+        return .completed(["stored": true])
+    }
+
+    /// `token clear`.
+    public func clearToken() async -> ControlResult {
+        do {
+            let cleared = try TokenFile.clear(stateDirectory: stateDirectory)
+            if cleared { bus.notice(.notice, "The stored token is removed.") }
+            await link.recheck()
+            return .completed(["cleared": .bool(cleared)])
+        } catch {
+            return .error(error)
+        }
+    }
+
+    // MARK: Following
+
+    private func follow(_ pinned: Pin?) async {
+        newcomers.forget()
+        pinnedAnswers = true
+        await link.follow(pinned)
+    }
+
+    /// The refusal when server.url in the config chooses the server.
+    private func configDecides() async -> SatelliteError? {
+        guard let current = await pin.current(), current.how == .configured else { return nil }
+        return SatelliteError(.invalidRequest,
+            "server.url in the config is set to \(current.url), and the config decides the server: pair, use and unpin change "
+                + "nothing while it is set. Empty server.url in the config and restart the satellite to choose another way.")
+    }
+
+    private func seen(_ list: [DiscoveredServer]) async {
+        found = list
+        if await pin.current() == nil {
+            await search()
+        } else {
+            await reportNewcomers()
+        }
+    }
+
+    private func heard(_ health: ServerHealth) async {
+        guard let current = await pin.current(), health.url == current.url else { return }
+        pinnedAnswers = health.reachable != false
+        await reportNewcomers()
+    }
+
+    /// Names each server that advertises while the pinned one does not answer, once; none is contacted.
+    private func reportNewcomers() async {
+        guard let current = await pin.current() else { return }
+        for newcomer in newcomers.report(found.map(Self.advertiser), pinned: current, pinnedAnswers: pinnedAnswers) {
+            bus.publish(Newcomers.notice(newcomer, pinned: current))
+        }
+    }
+
+    /// With nothing pinned, checks the servers found in order and pins the first that passes.
+    /// One search at a time; a change during one makes it run again.
+    private func search() async {
+        guard !searching else {
+            searchAgain = true
+            return
+        }
+        searching = true
+        defer { searching = false }
+        repeat {
+            searchAgain = false
+            guard await pin.current() == nil, !found.isEmpty else { return }
+            let chosen = await PinPolicy.firstAccepted(found.map(Self.advertiser)) { candidate in
+                switch await link.vet(candidate.url) {
+                case .success: return .accepted
+                case .failure(let error): return error.code == .tokenRefused ? .tokenRefused : .unhealthy
+                }
+            }
+            guard let chosen else { continue }
+            // A person may have paired or chosen meanwhile: then ServerPin refuses, and that pin stays.
+            guard let pinned = try? await pin.pin(url: chosen.url, name: chosen.name, how: .discovered) else { return }
+            await follow(pinned)
+            return
+        } while searchAgain
+    }
+
+    /// The PinPolicy view of a found server, at the address its `url` uses.
+    private static func advertiser(_ server: DiscoveredServer) -> PinPolicy.Advertiser {
+        PinPolicy.Advertiser(name: server.name, host: ServerAddress(server.url)?.host ?? server.host, port: server.port)
+    }
+}
