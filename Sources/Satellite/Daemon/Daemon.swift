@@ -36,11 +36,20 @@ public final class Daemon: Sendable {
         let link = Link(url: serverURL, how: serverURL == nil ? nil : .configured,
                         tokens: TokenStore(stateDirectory: paths.stateDirectory, environment: environment),
                         http: HTTPClient(), bus: bus, keeper: keeper, retryMs: config.server.retryMs)
+        var stream: ListenStream?
+        if config.transport == .stream {
+            stream = ListenStream(
+                settings: .init(name: config.name, room: config.room, mode: config.wake == .push ? .push : .wake,
+                                retryMs: config.server.retryMs, endpointing: .init(
+                                    silenceMs: config.audio.silenceMs, maxUtteranceMs: config.audio.maxUtteranceMs,
+                                    leadingSilenceMs: config.audio.leadingSilenceMs)),
+                link: link, capture: capture, playback: playback, bus: bus, keeper: keeper)
+        }
         let conversation = Conversation(
             settings: .init(name: config.name, room: config.room, endpointing: .init(
                 silenceMs: config.audio.silenceMs, maxUtteranceMs: config.audio.maxUtteranceMs,
                 leadingSilenceMs: config.audio.leadingSilenceMs)),
-            capture: capture, playback: playback, link: link, bus: bus, keeper: keeper)
+            capture: capture, playback: playback, link: link, bus: bus, keeper: keeper, stream: stream)
         let router = CommandRouter(conversation: conversation, board: board, bus: bus)
 
         let server = try ControlServer(path: paths.socket, handler: router)
@@ -55,6 +64,7 @@ public final class Daemon: Sendable {
                    ["socket": paths.socket, "transport": config.transport.rawValue])
 
         var services: [Task<Void, Never>] = [Task { await link.run() }]
+        if let stream { services.append(Task { await stream.run() }) }
         services.append(Task {
             _ = await capture.probe()
             _ = await playback.probe()

@@ -126,4 +126,22 @@ public actor Link {
 
     public var current: ServerHealth { health }
     public func ping() -> Bool { true }
+
+    // MARK: The /listen stream
+
+    /// The server in use, for the /listen socket; nil when there is none.
+    public func serverURL() -> String? { url }
+
+    /// The token for the /listen handshake's Authorization header, and for nothing else.
+    func streamToken() -> String? { tokens.read() }
+
+    /// The /listen handshake was accepted: the server is there and took the token.
+    func streamOpened() { learn(reachable: true, tokenAccepted: true) }
+
+    /// A refused handshake looks the same for a bad token and a server that is down:
+    /// /health and /v1/models tell them apart. Returns what they said.
+    func streamRefused() async -> ServerHealth {
+        await check()
+        return health
+    }
 }
