@@ -53,6 +53,7 @@ public actor ListenStream {
     private var lastNotice = ""
     /// Set when the connection can no longer be trusted to be in step; it is then closed.
     private var outOfStep: String?
+    /// Unknown message types already logged: each is logged once in the daemon's life.
     private var unknownTypes: Set<String> = []
     private var malformed = 0
 
@@ -77,13 +78,14 @@ public actor ListenStream {
         self.bus = bus
         self.keeper = keeper
         self.policy = ReconnectPolicy(capMs: settings.retryMs)
+        // Offline until the socket opens, so status never says idle before it could listen.
+        keeper.update { $0.streamConnected = false }
     }
 
     // MARK: The connection
 
     /// Connects, and reconnects with back-off, until cancelled.
     public func run() async {
-        keeper.update { $0.streamConnected = false }
         while !Task.isCancelled {
             guard let server = await link.serverURL() else {
                 lastProblem = SatelliteError(.noServer, "No server is set. Set server.url in the config, or pair with parlourctl pair LINK.")
@@ -131,7 +133,6 @@ public actor ListenStream {
                 connectionNumber += 1
                 connection = client
                 outOfStep = nil
-                unknownTypes = []
                 malformed = 0
                 keeper.update { $0.streamConnected = true }
                 await link.streamOpened()

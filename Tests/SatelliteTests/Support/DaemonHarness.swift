@@ -13,21 +13,25 @@ final class DaemonHarness: Sendable {
     let environment: [String: String]
     private let process: Process
     private let stderrURL: URL
+    /// With `fifoMic`: the room the test speaks into.
+    let room: MicFeeder?
 
     var micFile: URL { dir.appendingPathComponent("mic.raw") }
     var speakerFile: URL { dir.appendingPathComponent("played.raw") }
 
     /// Starts the daemon with `config` (written to satellite.json) and waits for READY=1.
     /// With `journal`, stderr counts as the journal (JOURNAL_STREAM names it), so records go to journald's socket.
-    static func start(config: JSONValue, token: String? = nil, mic: Data = Data(), journal: Bool = false,
+    /// With `fifoMic`, "testmic" reads a FIFO kept full of silence at real time, and `room.say` speaks into it.
+    static func start(config: JSONValue, token: String? = nil, mic: Data = Data(), fifoMic: Bool = false, journal: Bool = false,
                       environment extra: [String: String] = [:]) async throws -> DaemonHarness {
         let dir = try Package.temporaryDirectory("sat")
         try mic.write(to: dir.appendingPathComponent("mic.raw"))
         // "testmic" and "testspeaker" in the config mean this daemon's own files on the paced test card.
         let alsa = try ALSAFixture.shared()
+        let room = fifoMic ? try MicFeeder(path: dir.path + "/mic.fifo") : nil
         var config = config
         if case .object(var fields) = config, case .object(var audio)? = fields["audio"] {
-            if audio["input"] == "testmic" { audio["input"] = .string(alsa.microphone(infile: dir.path + "/mic.raw")) }
+            if audio["input"] == "testmic" { audio["input"] = .string(alsa.microphone(infile: room?.path ?? dir.path + "/mic.raw")) }
             if audio["output"] == "testspeaker" { audio["output"] = .string(alsa.speaker(file: dir.path + "/played.raw")) }
             fields["audio"] = .object(audio)
             config = .object(fields)
@@ -66,13 +70,14 @@ final class DaemonHarness: Sendable {
         process.standardInput = FileHandle.nullDevice
         try process.run()
         let harness = DaemonHarness(dir: dir, notify: notify, socket: environment["PARLOUR_SATELLITE_SOCKET"]!,
-                                    stateDirectory: state, environment: environment, process: process, stderrURL: stderrURL)
+                                    stateDirectory: state, environment: environment, process: process, stderrURL: stderrURL,
+                                    room: room)
         await notify.wait(for: "READY=1")
         return harness
     }
 
     private init(dir: URL, notify: NotifySocket, socket: String, stateDirectory: String, environment: [String: String],
-                 process: Process, stderrURL: URL) {
+                 process: Process, stderrURL: URL, room: MicFeeder?) {
         self.dir = dir
         self.notify = notify
         self.socket = socket
@@ -80,6 +85,7 @@ final class DaemonHarness: Sendable {
         self.environment = environment
         self.process = process
         self.stderrURL = stderrURL
+        self.room = room
     }
 
     /// Runs parlourctl against this daemon.
@@ -97,15 +103,21 @@ final class DaemonHarness: Sendable {
 
     var isRunning: Bool { process.isRunning }
 
+    deinit { room?.stop() }
+
     /// Sends SIGTERM and returns the exit status.
     @discardableResult
     func stop() async -> Int32 {
-        guard process.isRunning else { return process.terminationStatus }
+        guard process.isRunning else {
+            room?.stop()
+            return process.terminationStatus
+        }
         let status: Int32 = await withCheckedContinuation { continuation in
             process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
             if process.isRunning { process.terminate() } else { continuation.resume(returning: process.terminationStatus) }
         }
         notify.close()
+        room?.stop()
         return status
     }
 }
