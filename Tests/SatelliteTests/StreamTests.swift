@@ -106,6 +106,45 @@ struct StreamTests {
         #expect(await daemon.stop() == 0)
     }
 
+    @Test("wake mode: parlourctl listen is a push turn on the same socket")
+    func listenInWakeMode() async throws {
+        let server = try await TestServer.start(knobs: ["audioMs": 600])
+        defer { server.stop() }
+        let daemon = try await DaemonHarness.start(config: config(server, wake: "server"), token: server.token, fifoMic: true)
+        let watcher = try await connectedWatch(daemon)
+        let listen = Task { try await daemon.result("listen") }
+        _ = await watcher.state("listening")
+        daemon.room?.say(try await Speech.raw(Self.question, before: 0.3, after: 1.5))
+        let result = try await listen.value
+        #expect(result["status"] == "completed")
+        #expect(result["response"]?["heard"] == "turn off the kitchen lights")
+        let log = try await server.socketLog()
+        let types = log.filter { $0["dir"] == "in" }.compactMap { $0["type"]?.stringValue }
+        #expect(types == ["start", "end", "spoke"], "\(types)")
+        // The server answered the push turn, not a wake word.
+        #expect(Self.events(log, "wake").isEmpty)
+        #expect(try await server.requests().filter { $0["path"] == "/listen" }.count == 1)
+        #expect(await daemon.stop() == 0)
+    }
+
+    @Test("parlourctl cancel ends a push turn: cancel goes up and the caller gets cancelled_by_user")
+    func cancelPush() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let daemon = try await DaemonHarness.start(config: config(server, wake: "push"), token: server.token, fifoMic: true)
+        let watcher = try await connectedWatch(daemon)
+        let listen = Task { try await daemon.result("listen") }
+        _ = await watcher.state("listening")
+        #expect(try await daemon.ctl("cancel").status == 0)
+        let result = try await listen.value
+        #expect(result["status"] == "cancelled")
+        #expect(result["reason"] == "cancelled_by_user")
+        let types = try await server.socketLog().filter { $0["dir"] == "in" }.compactMap { $0["type"]?.stringValue }
+        #expect(types == ["start", "cancel"], "\(types)")
+        _ = await watcher.state("idle")
+        #expect(await daemon.stop() == 0)
+    }
+
     @Test("push mode: a server that thinks and goes idle without a word gives one result, nothing_heard")
     func silentDrop() async throws {
         let server = try await TestServer.start(knobs: ["socketSilentDrop": true])
