@@ -113,11 +113,10 @@ public actor ListenStream {
             let priority: Priority = lastProblem.message == lastNotice ? .debug : lastProblem.code == .tokenRefused ? .error : .warning
             lastNotice = lastProblem.message
             bus.notice(priority, "Disconnected from the server's /listen: \(lastProblem.message) Reconnecting \(when).",
-                   ["reason": lastProblem.code.rawValue, "retryMs": String(Self.milliseconds(delay))])
+                       ["reason": lastProblem.code.rawValue, "retryMs": String(Self.milliseconds(delay))])
             await pause(delay)
         }
         await disconnected()
-        keeper.update { $0.streamConnected = nil }
         if let current = playing { current.task.cancel(); await current.task.value }
         await setMicrophone()
     }
