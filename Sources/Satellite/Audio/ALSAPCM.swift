@@ -7,6 +7,9 @@ import Glibc
 
 /// An open, configured PCM handle and the sizes ALSA settled on.
 struct ALSAPCM {
+    /// The library's own stderr lines, off once per process (see shim.h).
+    private static let silenced: Void = parlour_alsa_silence_library_errors()
+
     let handle: OpaquePointer
     /// Frames per period as ALSA chose it (close to the one asked for).
     let periodFrames: Int
@@ -16,6 +19,7 @@ struct ALSAPCM {
     /// even when no data comes), S16_LE interleaved at exactly `rate` and `channels`.
     static func open(device: String, stream: snd_pcm_stream_t, rate: Int, channels: Int,
                      periodFrames: Int, periods: Int = 8) throws(ALSAError) -> ALSAPCM {
+        _ = silenced
         var opened: OpaquePointer?
         try ALSAError.check(snd_pcm_open(&opened, device, stream, SND_PCM_NONBLOCK), "snd_pcm_open", device)
         guard let handle = opened else { throw ALSAError(function: "snd_pcm_open", code: -ENODEV, device: device) }

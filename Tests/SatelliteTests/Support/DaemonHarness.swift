@@ -3,6 +3,7 @@
 // plugin, from ALSAFixture: the microphone reads mic.raw at real time, the
 // speaker writes played.raw). start() returns when the daemon sends READY=1.
 import Foundation
+import Synchronization
 import SatelliteCore
 
 final class DaemonHarness: Sendable {
@@ -15,6 +16,8 @@ final class DaemonHarness: Sendable {
     private let stderrURL: URL
     /// With `fifoMic`: the room the test speaks into.
     let room: MicFeeder?
+    private let exits: AsyncStream<Int32>
+    private let exitStatus = Mutex<Int32?>(nil)
 
     var micFile: URL { dir.appendingPathComponent("mic.raw") }
     var speakerFile: URL { dir.appendingPathComponent("played.raw") }
@@ -68,16 +71,20 @@ final class DaemonHarness: Sendable {
         process.standardError = try FileHandle(forWritingTo: stderrURL)
         process.standardOutput = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
+        // Set before run(), so the exit is seen however early it comes.
+        let (exits, exited) = AsyncStream.makeStream(of: Int32.self, bufferingPolicy: .bufferingNewest(1))
+        process.terminationHandler = { exited.yield($0.terminationStatus) }
         try process.run()
         let harness = DaemonHarness(dir: dir, notify: notify, socket: environment["PARLOUR_SATELLITE_SOCKET"]!,
                                     stateDirectory: state, environment: environment, process: process, stderrURL: stderrURL,
-                                    room: room)
+                                    exits: exits, room: room)
         await notify.wait(for: "READY=1")
         return harness
     }
 
     private init(dir: URL, notify: NotifySocket, socket: String, stateDirectory: String, environment: [String: String],
-                 process: Process, stderrURL: URL, room: MicFeeder?) {
+                 process: Process, stderrURL: URL, exits: AsyncStream<Int32>, room: MicFeeder?) {
+        self.exits = exits
         self.dir = dir
         self.notify = notify
         self.socket = socket
@@ -108,16 +115,16 @@ final class DaemonHarness: Sendable {
     /// Sends SIGTERM and returns the exit status.
     @discardableResult
     func stop() async -> Int32 {
-        guard process.isRunning else {
-            room?.stop()
-            return process.terminationStatus
-        }
-        let status: Int32 = await withCheckedContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            if process.isRunning { process.terminate() } else { continuation.resume(returning: process.terminationStatus) }
-        }
-        notify.close()
         room?.stop()
+        if let known = exitStatus.withLock({ $0 }) { return known }
+        if process.isRunning { process.terminate() }
+        var status: Int32 = -1
+        for await code in exits {
+            status = code
+            break
+        }
+        exitStatus.withLock { $0 = status }
+        notify.close()
         return status
     }
 }
