@@ -100,6 +100,7 @@ DEFAULT_KNOBS: dict[str, Any] = {
     "socketUnknownType": False,
     "socketBadWav": False,  # true: bytes that are not a WAV; "truncated": a WAV cut short
     "socketSilentDrop": False,
+    "socketStopAfterWavMs": None,  # a number: send {"type":"stop"} this long after each WAV
     # Admin.
     "adminOff": False,
     "adminWorkMs": 0,  # how long pipeline/service/doctor hold the one-at-a-time lock
@@ -721,6 +722,9 @@ class Listener:
             else:
                 await self.send_binary(reply_wav(self.knobs), "wav")
             self.wav_sent_at = time.monotonic()
+            stop_after = self.knobs["socketStopAfterWavMs"]
+            if stop_after is not None:
+                asyncio.get_running_loop().call_later(stop_after / 1000, lambda: self.spawn(self.tell({"type": "stop"})))
         finally:
             if self.speaking_timer:
                 self.speaking_timer.cancel()

@@ -27,6 +27,8 @@ public actor Conversation {
     private let link: Link
     private let bus: EventBus
     private let keeper: StateKeeper
+    /// With the stream transport, turns go over the /listen socket instead of /voice.
+    private let stream: ListenStream?
 
     /// The turn under way, and why it was stopped if it was.
     private struct Turn {
@@ -40,13 +42,15 @@ public actor Conversation {
     private var turns = 0
     private var shuttingDown = false
 
-    public init(settings: Settings, capture: AudioCapture, playback: Playback, link: Link, bus: EventBus, keeper: StateKeeper) {
+    public init(settings: Settings, capture: AudioCapture, playback: Playback, link: Link, bus: EventBus, keeper: StateKeeper,
+                stream: ListenStream? = nil) {
         self.settings = settings
         self.capture = capture
         self.playback = playback
         self.link = link
         self.bus = bus
         self.keeper = keeper
+        self.stream = stream
     }
 
     // MARK: Requests
@@ -86,7 +90,8 @@ public actor Conversation {
 
     /// Stops the capture or playback under way; false when nothing was running.
     public func cancel() async -> Bool {
-        guard turn != nil else { return false }
+        // A reply the server sent on its own (wake mode) is not a turn here, but is stopped the same way.
+        guard turn != nil else { return await stream?.stopPlaying() ?? false }
         stopTurn(.cancelledByUser)
         await playback.cancel()
         return true
@@ -137,6 +142,10 @@ public actor Conversation {
     // MARK: The turn
 
     private func runTurn(number: Int, hold: Bool) async -> ControlResult {
+        if let stream {
+            let result = await stream.pushTurn(hold: hold) { [weak self] in await self?.released(number) ?? true }
+            return Task.isCancelled ? .cancelled(stopReason(number)) : result
+        }
         keeper.update { $0.phase = .listening }
         let recorded: [Int16]
         switch await record(number: number, hold: hold) {

@@ -43,11 +43,20 @@ public final class Daemon: Sendable {
                         http: HTTPClient(bus: bus), bus: bus, keeper: keeper, retryMs: config.server.retryMs)
         let chooser = ServerChooser(pin: pin, discovery: discovery, link: link, bus: bus,
                                     stateDirectory: paths.stateDirectory, retryMs: config.server.retryMs)
+        var stream: ListenStream?
+        if config.transport == .stream {
+            stream = ListenStream(
+                settings: .init(name: config.name, room: config.room, mode: config.wake == .push ? .push : .wake,
+                                retryMs: config.server.retryMs, endpointing: .init(
+                                    silenceMs: config.audio.silenceMs, maxUtteranceMs: config.audio.maxUtteranceMs,
+                                    leadingSilenceMs: config.audio.leadingSilenceMs)),
+                link: link, capture: capture, playback: playback, bus: bus, keeper: keeper)
+        }
         let conversation = Conversation(
             settings: .init(name: config.name, room: config.room, endpointing: .init(
                 silenceMs: config.audio.silenceMs, maxUtteranceMs: config.audio.maxUtteranceMs,
                 leadingSilenceMs: config.audio.leadingSilenceMs)),
-            capture: capture, playback: playback, link: link, bus: bus, keeper: keeper)
+            capture: capture, playback: playback, link: link, bus: bus, keeper: keeper, stream: stream)
         let router = CommandRouter(conversation: conversation, chooser: chooser, board: board, bus: bus)
 
         let server = try ControlServer(path: paths.socket, handler: router)
@@ -65,6 +74,7 @@ public final class Daemon: Sendable {
         var services: [Task<Void, Never>] = [
             Task { await discovery.run() }, Task { await link.run() }, Task { await chooser.run() },
         ]
+        if let stream { services.append(Task { await stream.run() }) }
         services.append(Task {
             _ = await capture.probe()
             _ = await playback.probe()

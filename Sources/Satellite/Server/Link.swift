@@ -140,7 +140,7 @@ public actor Link {
         health = next
         bus.publish(.server(health))
         keeper.update { $0.reachable = reachable }
-        if wentAway { sleeper?.cancel() }  // from a request: re-check now, then with back-off  // re-check now and then with back-off
+        if wentAway { sleeper?.cancel() }  // from a request: re-check now, then with back-off
     }
 
     /// Checks the server in use now and again until cancelled; with none, waits for `follow`.
@@ -199,4 +199,25 @@ public actor Link {
 
     public var current: ServerHealth { health }
     public func ping() -> Bool { true }
+
+    // MARK: The /listen stream
+
+    /// The server in use, for the /listen socket; nil when there is none.
+    public func serverURL() -> String? { pin?.url }
+
+    /// The token for the /listen handshake's Authorization header, and for nothing else.
+    func streamToken() -> String? { tokens.read() }
+
+    /// The /listen handshake was accepted: the server is there and took the token.
+    func streamOpened() {
+        guard let url = pin?.url else { return }
+        learn(reachable: true, tokenAccepted: true, about: ParlourClient(baseURL: url, token: nil, http: http).baseURL)
+    }
+
+    /// A refused handshake looks the same for a bad token and a server that is down:
+    /// /health and /v1/models tell them apart. Returns what they said.
+    func streamRefused() async -> ServerHealth {
+        await check()
+        return health
+    }
 }

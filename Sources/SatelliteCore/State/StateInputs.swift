@@ -17,6 +17,8 @@ public struct StateInputs: Sendable, Equatable {
     public var hasServer = false
     /// nil until the first check.
     public var reachable: Bool?
+    /// With the stream transport: whether the /listen socket is open; nil when it is not used.
+    public var streamConnected: Bool?
 
     public init() {}
 
@@ -31,7 +33,7 @@ public struct StateInputs: Sendable, Equatable {
         if asking > 0 { return .thinking }
         if muted { return .muted }
         if !hasServer { return .unpaired }
-        if reachable == false { return .offline }
+        if reachable == false || streamConnected == false { return .offline }
         return .idle
     }
 }

@@ -14,6 +14,8 @@ final class DaemonHarness: Sendable {
     let environment: [String: String]
     private let process: Process
     private let stderrURL: URL
+    /// With `fifoMic`: the room the test speaks into.
+    let room: MicFeeder?
     private let exits: AsyncStream<Int32>
     private let exitStatus = Mutex<Int32?>(nil)
 
@@ -22,15 +24,17 @@ final class DaemonHarness: Sendable {
 
     /// Starts the daemon with `config` (written to satellite.json) and waits for READY=1.
     /// With `journal`, stderr counts as the journal (JOURNAL_STREAM names it), so records go to journald's socket.
-    static func start(config: JSONValue, token: String? = nil, mic: Data = Data(), journal: Bool = false,
+    /// With `fifoMic`, "testmic" reads a FIFO kept full of silence at real time, and `room.say` speaks into it.
+    static func start(config: JSONValue, token: String? = nil, mic: Data = Data(), fifoMic: Bool = false, journal: Bool = false,
                       environment extra: [String: String] = [:]) async throws -> DaemonHarness {
         let dir = try Package.temporaryDirectory("sat")
         try mic.write(to: dir.appendingPathComponent("mic.raw"))
         // "testmic" and "testspeaker" in the config mean this daemon's own files on the paced test card.
         let alsa = try ALSAFixture.shared()
+        let room = fifoMic ? try MicFeeder(path: dir.path + "/mic.fifo") : nil
         var config = config
         if case .object(var fields) = config, case .object(var audio)? = fields["audio"] {
-            if audio["input"] == "testmic" { audio["input"] = .string(alsa.microphone(infile: dir.path + "/mic.raw")) }
+            if audio["input"] == "testmic" { audio["input"] = .string(alsa.microphone(infile: room?.path ?? dir.path + "/mic.raw")) }
             if audio["output"] == "testspeaker" { audio["output"] = .string(alsa.speaker(file: dir.path + "/played.raw")) }
             fields["audio"] = .object(audio)
             config = .object(fields)
@@ -49,11 +53,12 @@ final class DaemonHarness: Sendable {
         environment["PARLOUR_SATELLITE_STATE"] = state
         environment["PARLOUR_SATELLITE_SOCKET"] = dir.appendingPathComponent("control.sock").path
         environment.merge(extra) { _, new in new }
-        return try await launch(dir: dir, state: state, environment: environment, journal: journal)
+        return try await launch(dir: dir, state: state, environment: environment, journal: journal, room: room)
     }
 
     /// Starts a daemon in `dir` with `environment` (a notify socket of its own is added).
-    private static func launch(dir: URL, state: String, environment: [String: String], journal: Bool) async throws -> DaemonHarness {
+    private static func launch(dir: URL, state: String, environment: [String: String], journal: Bool,
+                               room: MicFeeder?) async throws -> DaemonHarness {
         let notify = try NotifySocket(path: dir.appendingPathComponent("notify-\(UUID().uuidString.prefix(6)).sock").path)
         var environment = environment
         environment["NOTIFY_SOCKET"] = notify.path
@@ -81,13 +86,13 @@ final class DaemonHarness: Sendable {
         try process.run()
         let harness = DaemonHarness(dir: dir, notify: notify, socket: environment["PARLOUR_SATELLITE_SOCKET"]!,
                                     stateDirectory: state, environment: environment, process: process, stderrURL: stderrURL,
-                                    exits: exits)
+                                    exits: exits, room: room)
         await notify.wait(for: "READY=1")
         return harness
     }
 
     private init(dir: URL, notify: NotifySocket, socket: String, stateDirectory: String, environment: [String: String],
-                 process: Process, stderrURL: URL, exits: AsyncStream<Int32>) {
+                 process: Process, stderrURL: URL, exits: AsyncStream<Int32>, room: MicFeeder?) {
         self.exits = exits
         self.dir = dir
         self.notify = notify
@@ -96,6 +101,7 @@ final class DaemonHarness: Sendable {
         self.environment = environment
         self.process = process
         self.stderrURL = stderrURL
+        self.room = room
     }
 
     /// Runs parlourctl against this daemon.
@@ -122,12 +128,15 @@ final class DaemonHarness: Sendable {
     /// A new daemon process on the same config, state folder, socket and stderr log, once this one has ended.
     func restart() async throws -> DaemonHarness {
         // JOURNAL_STREAM, if any, carries over: the log file is the same.
-        try await DaemonHarness.launch(dir: dir, state: stateDirectory, environment: environment, journal: false)
+        try await DaemonHarness.launch(dir: dir, state: stateDirectory, environment: environment, journal: false, room: room)
     }
+
+    deinit { room?.stop() }
 
     /// Sends SIGTERM and returns the exit status.
     @discardableResult
     func stop() async -> Int32 {
+        room?.stop()
         if let known = exitStatus.withLock({ $0 }) { return known }
         if process.isRunning { process.terminate() }
         var status: Int32 = -1

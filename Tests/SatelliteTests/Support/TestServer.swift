@@ -66,6 +66,8 @@ final class TestServer: Sendable {
     /// Every request the server received, oldest first.
     func requests() async throws -> [JSONValue] { try await call("GET", "/_test/log")["requests"]?.arrayValue ?? [] }
     func socketLog() async throws -> [JSONValue] { try await call("GET", "/_test/log")["socket"]?.arrayValue ?? [] }
+    /// Drops every connection, closes the port for `restartDownMs`, and listens again (500 ms from now).
+    func restart() async throws { _ = try await call("POST", "/_test/restart", [:]) }
 
     /// Stops the server and awaits its end without holding a thread of the pool.
     func shutdown() async {

@@ -1,0 +1,335 @@
+// The stream transport from the outside: a real daemon holding the /listen
+// socket of the project's aiohttp test server, a paced microphone reading a
+// FIFO the test speaks into, a file-backed speaker, and parlourctl. What the
+// server saw comes from its own log; what the daemon did, from `watch`.
+import Foundation
+import Testing
+import SatelliteCore
+
+@Suite("The stream transport holds /listen", .serialized, .timeLimit(.minutes(2)))
+struct StreamTests {
+    static let question = "turn off the kitchen lights"
+
+    func config(_ server: TestServer, wake: String, retryMs: Int = 2000) -> JSONValue {
+        ["name": "kitchen-pi", "room": "kitchen", "transport": "stream", "wake": .string(wake),
+         "server": ["url": .string(server.url), "retryMs": .number(Double(retryMs))],
+         "audio": ["input": "testmic", "output": "testspeaker", "leadingSilenceMs": 4000]]
+    }
+
+    /// A watch on the daemon, returned once the socket is connected (the state is idle).
+    func connectedWatch(_ daemon: DaemonHarness) async throws -> SocketClient {
+        let watcher = try SocketClient(path: daemon.socket)
+        watcher.request(.watch, id: "watch")
+        let status = await watcher.next { $0["event"] == "status" }
+        if status?["status"]?["state"] != "idle" { _ = await watcher.state("idle") }
+        return watcher
+    }
+
+    /// The next notice whose message starts with `prefix`.
+    func notice(_ watcher: SocketClient, _ prefix: String) async -> JSONValue? {
+        await watcher.next { $0["event"] == "notice" && ($0["message"]?.stringValue?.hasPrefix(prefix) ?? false) }
+    }
+
+    static func events(_ log: [JSONValue], _ name: String) -> [JSONValue] {
+        log.filter { $0["dir"] == "event" && $0["event"] == .string(name) }
+    }
+
+    // MARK: Round trips
+
+    @Test("wake mode: speech in the room wakes the server, the reply plays, and spoke follows the WAV")
+    func wakeRoundTrip() async throws {
+        let server = try await TestServer.start(knobs: ["audioMs": 1200, "toneHz": 440, "replyText": "The lights are off."])
+        defer { server.stop() }
+        let daemon = try await DaemonHarness.start(config: config(server, wake: "server"), token: server.token, fifoMic: true)
+        let watcher = try await connectedWatch(daemon)
+        daemon.room?.say(try await Speech.raw(Self.question, before: 0.3, after: 2))
+
+        let heard = await watcher.next { $0["event"] == "heard" }
+        #expect(heard?["heard"] == "turn off the kitchen lights")
+        let reply = await watcher.next { $0["event"] == "reply" }
+        #expect(reply?["reply"] == "The lights are off.")
+        #expect(reply?["via"] == "local")
+        _ = await watcher.state("speaking")
+        _ = await watcher.state("idle")
+
+        // The server got the room as binary audio, then spoke only after the whole WAV had played.
+        let log = try await server.socketLog()
+        let binaries = log.filter { $0["dir"] == "in" && $0["kind"] == "binary" }
+        #expect(binaries.count > 10)
+        #expect(binaries.allSatisfy { $0["bytes"] == 2560 }, "80 ms messages")
+        let wav = try #require(log.firstIndex { $0["dir"] == "out" && $0["what"] == "wav" })
+        let spoke = try #require(log.firstIndex { $0["dir"] == "in" && $0["type"] == "spoke" })
+        #expect(spoke > wav)
+        let afterWav = log[spoke]["afterWavMs"]?.numberValue ?? 0
+        #expect(afterWav > 1000 && afterWav < 5000, "spoke \(afterWav) ms after the WAV")
+        // Not one frame went up while the answer played.
+        #expect(!log[wav..<spoke].contains { $0["dir"] == "in" && $0["kind"] == "binary" })
+
+        let played = Speech.samples(try Data(contentsOf: daemon.speakerFile))
+        #expect(abs(played.count - 19200) <= 1600, "played \(played.count) samples")
+        #expect(abs(Speech.crossingsPerSecond(played) - 880) < 30)
+
+        // One connection, the token in the header only, and in no log line.
+        let upgrades = try await server.requests().filter { $0["path"] == "/listen" }
+        #expect(upgrades.count == 1)
+        #expect(upgrades.first?["credential"] == "header")
+        #expect(upgrades.first?["query"]?["token"] == nil)
+        #expect(upgrades.first?["mode"] == "wake")
+        #expect(await daemon.stop() == 0)
+        #expect(!daemon.stderr.contains(server.token))
+        #expect(daemon.stderr.contains("Connected to the server's /listen"))
+    }
+
+    @Test("push mode: nothing goes up until listen; then start, frames, end, and the result has heard, reply and via")
+    func pushRoundTrip() async throws {
+        let server = try await TestServer.start(knobs: ["audioMs": 800, "replyText": "Done."])
+        defer { server.stop() }
+        let daemon = try await DaemonHarness.start(config: config(server, wake: "push"), token: server.token, fifoMic: true)
+        let watcher = try await connectedWatch(daemon)
+        let listen = Task { try await daemon.result("listen") }
+        _ = await watcher.state("listening")
+        daemon.room?.say(try await Speech.raw(Self.question, before: 0.3, after: 1.5))
+        let result = try await listen.value
+        #expect(result["status"] == "completed")
+        #expect(result["response"]?["heard"] == "turn off the kitchen lights")
+        #expect(result["response"]?["reply"] == "Done.")
+        #expect(result["response"]?["via"] == "local")
+
+        let incoming = try await server.socketLog().filter { $0["dir"] == "in" && ($0["kind"] == "binary" || $0["kind"] == "text") }
+        let kinds = incoming.map { $0["type"]?.stringValue ?? "audio" }
+        #expect(kinds.first == "start", "\(kinds)")
+        let end = try #require(kinds.firstIndex(of: "end"))
+        #expect(kinds[1..<end].allSatisfy { $0 == "audio" })
+        #expect(end > 20, "the whole question went up")
+        #expect(kinds.last == "spoke")
+        #expect(!kinds[(end + 1)...].contains("audio"), "nothing after end")
+        #expect(await daemon.stop() == 0)
+    }
+
+    @Test("wake mode: parlourctl listen is a push turn on the same socket")
+    func listenInWakeMode() async throws {
+        let server = try await TestServer.start(knobs: ["audioMs": 600])
+        defer { server.stop() }
+        let daemon = try await DaemonHarness.start(config: config(server, wake: "server"), token: server.token, fifoMic: true)
+        let watcher = try await connectedWatch(daemon)
+        let listen = Task { try await daemon.result("listen") }
+        _ = await watcher.state("listening")
+        daemon.room?.say(try await Speech.raw(Self.question, before: 0.3, after: 1.5))
+        let result = try await listen.value
+        #expect(result["status"] == "completed")
+        #expect(result["response"]?["heard"] == "turn off the kitchen lights")
+        let log = try await server.socketLog()
+        let types = log.filter { $0["dir"] == "in" }.compactMap { $0["type"]?.stringValue }
+        #expect(types == ["start", "end", "spoke"], "\(types)")
+        // The server answered the push turn, not a wake word.
+        #expect(Self.events(log, "wake").isEmpty)
+        #expect(try await server.requests().filter { $0["path"] == "/listen" }.count == 1)
+        #expect(await daemon.stop() == 0)
+    }
+
+    @Test("parlourctl cancel ends a push turn: cancel goes up and the caller gets cancelled_by_user")
+    func cancelPush() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let daemon = try await DaemonHarness.start(config: config(server, wake: "push"), token: server.token, fifoMic: true)
+        let watcher = try await connectedWatch(daemon)
+        let listen = Task { try await daemon.result("listen") }
+        _ = await watcher.state("listening")
+        #expect(try await daemon.ctl("cancel").status == 0)
+        let result = try await listen.value
+        #expect(result["status"] == "cancelled")
+        #expect(result["reason"] == "cancelled_by_user")
+        let types = try await server.socketLog().filter { $0["dir"] == "in" }.compactMap { $0["type"]?.stringValue }
+        #expect(types == ["start", "cancel"], "\(types)")
+        _ = await watcher.state("idle")
+        #expect(await daemon.stop() == 0)
+    }
+
+    @Test("push mode: a server that thinks and goes idle without a word gives one result, nothing_heard")
+    func silentDrop() async throws {
+        let server = try await TestServer.start(knobs: ["socketSilentDrop": true])
+        defer { server.stop() }
+        let daemon = try await DaemonHarness.start(config: config(server, wake: "push"), token: server.token, fifoMic: true)
+        let watcher = try await connectedWatch(daemon)
+        let listen = Task { try await daemon.ctl("listen") }
+        _ = await watcher.state("listening")
+        daemon.room?.say(try await Speech.raw("what time is it", before: 0.3, after: 1.5))
+        let done = try await listen.value
+        #expect(done.status == 3)
+        #expect(done.err.contains("Nothing was heard"))
+        #expect(await daemon.stop() == 0)
+    }
+
+    @Test("stop from the server cuts the reply short, and spoke follows at once")
+    func stopDuringPlayback() async throws {
+        let server = try await TestServer.start(knobs: ["audioMs": 8000, "socketStopAfterWavMs": 1000])
+        defer { server.stop() }
+        let daemon = try await DaemonHarness.start(config: config(server, wake: "push"), token: server.token, fifoMic: true)
+        let watcher = try await connectedWatch(daemon)
+        let listen = Task { try await daemon.result("listen") }
+        _ = await watcher.state("listening")
+        daemon.room?.say(try await Speech.raw(Self.question, before: 0.3, after: 1.5))
+        let result = try await listen.value
+        #expect(result["status"] == "completed")
+        let spoke = try #require(try await server.socketLog().last { $0["type"] == "spoke" })
+        let afterWav = spoke["afterWavMs"]?.numberValue ?? 0
+        #expect(afterWav > 900 && afterWav < 3000, "spoke \(afterWav) ms after an 8 s WAV")
+        let played = Speech.samples(try Data(contentsOf: daemon.speakerFile))
+        #expect(played.count < 16000 * 3, "played \(played.count) samples of 8 s")
+        #expect(await daemon.stop() == 0)
+    }
+
+    @Test("an answer that is not a WAV is bad_answer, and nothing plays", arguments: [JSONValue.bool(true), "truncated"])
+    func badWav(kind: JSONValue) async throws {
+        let server = try await TestServer.start(knobs: ["socketBadWav": kind])
+        defer { server.stop() }
+        let daemon = try await DaemonHarness.start(config: config(server, wake: "push"), token: server.token, fifoMic: true)
+        let watcher = try await connectedWatch(daemon)
+        let listen = Task { try await daemon.result("listen") }
+        _ = await watcher.state("listening")
+        daemon.room?.say(try await Speech.raw(Self.question, before: 0.3, after: 1.5))
+        let result = try await listen.value
+        #expect(result["error"] == "bad_answer")
+        #expect(result["message"]?.stringValue?.contains("WAV") == true)
+        #expect(((try? Data(contentsOf: daemon.speakerFile)) ?? Data()).isEmpty)
+        #expect(daemon.isRunning)
+        #expect(await daemon.stop() == 0)
+    }
+
+    // MARK: Connection health
+
+    @Test("the server restarted 20 times: the satellite reconnects every time, 1 s after each drop")
+    func restarts() async throws {
+        let server = try await TestServer.start(knobs: ["restartDownMs": 100])
+        defer { server.stop() }
+        let daemon = try await DaemonHarness.start(config: config(server, wake: "push"), token: server.token)
+        let watcher = try await connectedWatch(daemon)
+        for _ in 0..<20 {
+            try await server.restart()
+            let gone = await notice(watcher, "Disconnected")
+            #expect(gone?["message"]?.stringValue?.contains("1006") == true)
+            #expect(gone?["retryMs"] == "1000")
+            _ = await notice(watcher, "Connected")
+        }
+        let log = try await server.socketLog()
+        let opens = Self.events(log, "open"), closes = Self.events(log, "close")
+        #expect(opens.count == 21)
+        // Each reconnect came about a second after its drop: back-off, not a spin, and not the cap.
+        for (close, open) in zip(closes, opens.dropFirst()) {
+            let gap = (open["t"]?.numberValue ?? 0) - (close["t"]?.numberValue ?? 0)
+            #expect(gap > 900 && gap < 1900, "reconnected \(gap) ms after the drop")
+        }
+        let status = try await daemon.result("status")
+        #expect(status["response"]?["state"] == "idle")
+        #expect(await daemon.stop() == 0)
+    }
+
+    @Test("while the server stays down the delay doubles: 1 s, 2 s, 4 s, then it reconnects")
+    func growingBackoff() async throws {
+        let server = try await TestServer.start(knobs: ["restartDownMs": 3500])
+        defer { server.stop() }
+        let daemon = try await DaemonHarness.start(config: config(server, wake: "push", retryMs: 15000), token: server.token)
+        let watcher = try await connectedWatch(daemon)
+        try await server.restart()
+        var delays: [String] = []
+        while delays.count < 3, let gone = await notice(watcher, "Disconnected") {
+            delays.append(gone["retryMs"]?.stringValue ?? "")
+        }
+        #expect(delays == ["1000", "2000", "4000"])
+        let status = try await daemon.result("status")
+        #expect(status["response"]?["state"] == "offline")
+        #expect(status["response"]?["server"]?["reachable"] == false)
+        _ = await notice(watcher, "Connected")
+        let log = try await server.socketLog()
+        let gap = (Self.events(log, "open").last?["t"]?.numberValue ?? 0) - (Self.events(log, "close").last?["t"]?.numberValue ?? 0)
+        #expect(gap > 5500 && gap < 9000, "reconnected \(gap) ms after the drop")
+        #expect(await daemon.stop() == 0)
+    }
+
+    @Test("a clean close reconnects at once; quick clean closes in a row back off")
+    func cleanClose() async throws {
+        let server = try await TestServer.start(knobs: ["socketCloseAfterReady": true])
+        defer { server.stop() }
+        let daemon = try await DaemonHarness.start(config: config(server, wake: "push"), token: server.token)
+        let watcher = try SocketClient(path: daemon.socket)
+        await watcher.watch()
+        var delays: [String] = []
+        while delays.count < 3, let gone = await notice(watcher, "Disconnected") {
+            delays.append(gone["retryMs"]?.stringValue ?? "")
+        }
+        try await server.setKnobs(["socketCloseAfterReady": false])
+        #expect(delays.first == "0")
+        #expect(delays.dropFirst().allSatisfy { $0 != "0" }, "\(delays)")
+        let opens = Self.events(try await server.socketLog(), "open").compactMap { $0["t"]?.numberValue }
+        #expect(opens.count >= 3)
+        if opens.count >= 3 {
+            #expect(opens[1] - opens[0] < 700, "the first clean close reconnected at once")
+            #expect(opens[2] - opens[1] > 900, "the second quick one waited")
+        }
+        _ = await watcher.state("idle")
+        #expect(await daemon.stop() == 0)
+    }
+
+    @Test("a server that stops answering pings is found dead within about 10 s and reconnected to")
+    func noPong() async throws {
+        let server = try await TestServer.start(knobs: ["socketNoPong": true])
+        defer { server.stop() }
+        let daemon = try await DaemonHarness.start(config: config(server, wake: "push"), token: server.token)
+        let watcher = try await connectedWatch(daemon)
+        let started = ContinuousClock.now
+        let gone = await notice(watcher, "Disconnected")
+        let took = ContinuousClock.now - started
+        #expect(gone?["message"]?.stringValue?.contains("pings") == true)
+        #expect(took < .seconds(14), "found dead after \(took)")
+        try await server.setKnobs(["socketNoPong": false])
+        _ = await notice(watcher, "Connected")
+        let pings = try await server.socketLog().filter { $0["kind"] == "ping" }
+        #expect(!pings.isEmpty)
+        #expect(await daemon.stop() == 0)
+    }
+
+    @Test("a refused handshake with a bad token is token_refused, offline, and the token is in no log line")
+    func refusedToken() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let wrong = "wrong-token-\(UUID().uuidString.prefix(8))"
+        let daemon = try await DaemonHarness.start(config: config(server, wake: "push"), token: wrong)
+        let watcher = try SocketClient(path: daemon.socket)
+        await watcher.watch()
+        let gone = await notice(watcher, "Disconnected")
+        #expect(gone?["reason"] == "token_refused")
+        #expect(gone?["priority"] == "error")
+        let status = try await daemon.result("status")
+        #expect(status["response"]?["state"] == "offline")
+        #expect(status["response"]?["server"]?["tokenAccepted"] == false)
+        let result = try await daemon.result("listen")
+        #expect(result["error"] == "token_refused")
+        #expect(await daemon.stop() == 0)
+        #expect(!daemon.stderr.contains(wrong))
+        #expect(!daemon.stderr.contains(server.token))
+    }
+
+    // MARK: Bounds
+
+    @Test("an oversized message is reported and dropped, and the connection is replaced", arguments: ["socketHugeText", "socketHugeBinary"])
+    func oversized(knob: String) async throws {
+        let server = try await TestServer.start(knobs: .object([knob: true, "socketUnknownType": true]))
+        defer { server.stop() }
+        let daemon = try await DaemonHarness.start(config: config(server, wake: "push"), token: server.token)
+        let watcher = try SocketClient(path: daemon.socket)
+        await watcher.watch()
+        let dropped = await watcher.next { $0["event"] == "notice" && ($0["message"]?.stringValue?.contains("bound") ?? false) }
+        #expect(dropped?["priority"] == "error")
+        let gone = await notice(watcher, "Disconnected")
+        #expect(gone?["message"]?.stringValue?.contains("in step") == true)
+        _ = await notice(watcher, "Connected")
+        _ = await notice(watcher, "Disconnected")
+        try await server.setKnobs(.object([knob: false]))
+        _ = await notice(watcher, "Connected")
+        let status = try await daemon.result("status")
+        #expect(status["response"]?["state"] == "idle")
+        #expect(await daemon.stop() == 0)
+        // The unknown type came on every connection and was logged once.
+        #expect(daemon.stderr.components(separatedBy: "\"weird\"").count == 2, "\(daemon.stderr)")
+    }
+}
