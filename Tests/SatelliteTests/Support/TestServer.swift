@@ -26,19 +26,37 @@ final class TestServer: Sendable {
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.standardError
-        try process.run()
         let handle = out.fileHandleForReading
-        // Wait for "LISTENING <port>" on a thread of its own: a blocking read must not hold the pool.
+        // Exactly one of "LISTENING <port>" and the server's exit resumes the wait: an
+        // end of file alone is not enough, since other children may hold the pipe open.
+        let waiter = Mutex<CheckedContinuation<Int, any Error>?>(nil)
+        let finish: @Sendable (Result<Int, any Error>) -> Void = { result in
+            waiter.withLock { w in
+                w?.resume(with: result)
+                w = nil
+            }
+        }
+        process.terminationHandler = { ended in
+            finish(.failure(TestFailure("the test server exited (status \(ended.terminationStatus)) before listening")))
+        }
         let port: Int = try await withCheckedThrowingContinuation { continuation in
+            waiter.withLock { $0 = continuation }
+            do {
+                try process.run()
+            } catch {
+                finish(.failure(error))
+                return
+            }
+            // A blocking read runs on a thread of its own, never on the pool.
             Thread {
                 var text = ""
                 while true {
                     let data = handle.availableData
-                    if data.isEmpty { continuation.resume(throwing: TestFailure("the test server exited before listening")); return }
+                    if data.isEmpty { return }
                     text += String(decoding: data, as: UTF8.self)
                     if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("LISTENING ") }),
                        let port = Int(line.dropFirst("LISTENING ".count).trimmingCharacters(in: .whitespaces)) {
-                        continuation.resume(returning: port)
+                        finish(.success(port))
                         return
                     }
                 }
