@@ -118,11 +118,11 @@ public enum SatelliteEvent: Sendable, Equatable {
             if d.ok == false { return "The speaker \(d.device) cannot be used: \(d.error ?? "unknown reason")." }
             return "The speaker \(d.device) works."
         case .server(let s):
-            let where_ = s.url ?? "no server"
-            if s.reachable == false { return "The server \(where_) cannot be reached." }
-            if s.tokenAccepted == false { return "The server \(where_) refused the token." }
-            if s.reachable == true { return "The server \(where_) answers." }
-            return "The server is \(where_)."
+            guard let url = s.url else { return "No server is in use yet." }
+            if s.reachable == false { return "The server \(url) cannot be reached." }
+            if s.tokenAccepted == false { return "The server \(url) refused the token." }
+            if s.reachable == true { return "The server \(url) answers." }
+            return "The server in use is \(url)."
         case .heard(let text): return "Heard: \(text)"
         case .reply(let text, let via): return "Reply (\(via)): \(text)"
         case .finished(let command, let result):
