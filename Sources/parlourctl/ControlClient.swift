@@ -12,19 +12,12 @@ final class ControlClient: @unchecked Sendable {
 
     /// Connects, or fails with `daemon_unavailable` (nobody there) or `permission_denied`.
     init(path: String) throws(SatelliteError) {
+        guard let address = UnixSocketAddress(path) else {
+            throw SatelliteError(.invalidRequest, "The socket path \(path) is longer than 107 bytes; give a shorter --socket.")
+        }
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw SatelliteError(.daemonUnavailable, "Cannot make a socket: \(String(cString: strerror(errno))).") }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            close(fd)
-            throw SatelliteError(.invalidRequest, "The socket path \(path) is too long.")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
+        let connected = address.withSockaddr { connect(fd, $0, $1) }
         if connected != 0 {
             let code = errno
             close(fd)

@@ -57,12 +57,7 @@ struct DaemonLifecycleTests {
         let dir = try Package.temporaryDirectory("stale")
         let path = dir.path + "/control.sock"
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
+        _ = UnixSocketAddress(path)?.withSockaddr { bind(fd, $0, $1) } ?? -1
         close(fd)  // bound, never listened: what a killed daemon leaves
         let daemon = try await DaemonHarness.start(config: ["transport": "record"], environment: ["PARLOUR_SATELLITE_SOCKET": path])
         #expect(try await daemon.ctl("status").status == 0)

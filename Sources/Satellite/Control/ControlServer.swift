@@ -33,20 +33,12 @@ public final class ControlServer: Sendable {
     static func listen(at path: String) throws(SatelliteError) -> Int32 {
         let folder = (path as NSString).deletingLastPathComponent
         if !folder.isEmpty { try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+        guard let address = UnixSocketAddress(path) else {
             throw SatelliteError(.invalidRequest, "The socket path \(path) is longer than 107 bytes; choose a shorter --socket.")
         }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SatelliteError(.internalError, "Cannot make a socket: \(String(cString: strerror(errno))).") }
-        func bindOnce() -> Int32 {
-            withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-            }
-        }
+        func bindOnce() -> Int32 { address.withSockaddr { bind(fd, $0, $1) } }
         if bindOnce() != 0 {
             let code = errno
             if code == EADDRINUSE && !ControlServer.someoneListens(at: path) {
@@ -77,15 +69,11 @@ public final class ControlServer: Sendable {
 
     /// Whether a live process accepts connections at `path`.
     public static func someoneListens(at path: String) -> Bool {
+        guard let address = UnixSocketAddress(path) else { return false }
         let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard probe >= 0 else { return false }
         defer { close(probe) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8).prefix($0.count - 1)) }
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(probe, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        } == 0
+        return address.withSockaddr { connect(probe, $0, $1) } == 0
     }
 
     /// Starts accepting on a thread of its own.

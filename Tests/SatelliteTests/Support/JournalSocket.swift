@@ -2,6 +2,7 @@
 // private mount namespace of scripts/netns-run, never the host's) and parses
 // the native protocol's datagrams into field dictionaries.
 import Foundation
+import SatelliteCore
 
 final class JournalSocket: Sendable {
     static let path = "/run/systemd/journal/socket"
@@ -12,12 +13,7 @@ final class JournalSocket: Sendable {
         try? FileManager.default.createDirectory(atPath: "/run/systemd/journal", withIntermediateDirectories: true)
         unlink(JournalSocket.path)
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(JournalSocket.path.utf8)) }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
+        let bound = UnixSocketAddress(JournalSocket.path)?.withSockaddr { bind(fd, $0, $1) } ?? -1
         guard bound == 0 else {
             Glibc.close(fd)
             throw TestFailure("cannot bind \(JournalSocket.path): \(String(cString: strerror(errno))); run the tests through scripts/netns-run")

@@ -2,6 +2,7 @@
 // daemon's sd_notify writes to, so READY=1, STATUS= and WATCHDOG=1 arrive as
 // they would under systemd, and a test can await them instead of sleeping.
 import Foundation
+import SatelliteCore
 import Synchronization
 
 final class NotifySocket: Sendable {
@@ -13,12 +14,7 @@ final class NotifySocket: Sendable {
     init(path: String) throws {
         self.path = path
         fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
+        let bound = UnixSocketAddress(path)?.withSockaddr { bind(fd, $0, $1) } ?? -1
         guard bound == 0 else { throw TestFailure("cannot bind \(path)") }
         let thread = Thread { [self] in receive() }
         thread.start()

@@ -10,12 +10,7 @@ final class SocketClient: Sendable {
 
     init(path: String) throws {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
+        let connected = UnixSocketAddress(path)?.withSockaddr { connect(fd, $0, $1) } ?? -1
         guard connected == 0 else {
             close(fd)
             throw TestFailure("cannot connect to \(path): \(String(cString: strerror(errno)))")
