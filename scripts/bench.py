@@ -21,6 +21,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -63,6 +64,17 @@ FIGURES = [
     Figure("idle_cpu_s_per_min", "CPU per minute idle, after READY (context)", "s/min", 3),
     Figure("trip_wall_s", "A whole round trip, as parlourctl sees it (context)", "s", 2),
     Figure("voice_bytes_per_s", "Bytes posted to /voice per second of audio (context)", "B/s", 0),
+    # Stream: the daemon holding /listen (wake "server"), and wyoming-satellite in the same run.
+    Figure("stream_cpu_ticks_s_per_min", "Stream: CPU per minute (utime+stime, clock ticks)", "s/min", 3),
+    Figure("stream_cpu_s_per_min", "Stream: CPU per minute (threads' schedstat, ns)", "s/min", 3),
+    Figure("stream_hwm_mb", "Stream: peak RSS (VmHWM)", "MiB", 2),
+    Figure("stream_bytes_per_s", "Stream: binary bytes received by /listen per second (raw audio: 32000)", "B/s", 0),
+    Figure("wyoming_cpu_ticks_s_per_min", "wyoming-satellite + arecord: CPU per minute (utime+stime)", "s/min", 3),
+    Figure("wyoming_cpu_s_per_min", "wyoming-satellite + arecord: CPU per minute (schedstat)", "s/min", 3),
+    Figure("wyoming_hwm_mb", "wyoming-satellite + arecord: peak RSS (sum of VmHWM)", "MiB", 2),
+    Figure("wyoming_bytes_per_s", "wyoming-satellite: audio payload bytes received per second (context)", "B/s", 0),
+    Figure("ratio_cpu", "Ratio ours/theirs, CPU (schedstat)", "×", 3),
+    Figure("ratio_rss", "Ratio ours/theirs, peak RSS", "×", 3),
 ]
 FIG = {f.key: f for f in FIGURES}
 
@@ -178,6 +190,70 @@ class ThreadTimes:
             self.sample()
 
 
+def children(pid):
+    """The ids of a process's children (all its threads'), from /proc."""
+    found = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/children") as f:
+            found += [int(c) for c in f.read().split()]
+    return found
+
+
+class WyomingPeer:
+    """The least a Wyoming peer (Home Assistant's part) does: connects to the satellite,
+    sends run-satellite, answers ping, and counts the audio-chunk payload bytes. An event
+    is a JSON header line, then data_length bytes of JSON, then payload_length bytes."""
+
+    def __init__(self, port):
+        self.port = port
+        self.payload_bytes = 0
+        self.sock = None
+        self.thread = None
+
+    def start(self, satellite):
+        until = time.monotonic() + 15
+        while True:
+            try:
+                self.sock = socket.create_connection(("127.0.0.1", self.port), timeout=1)
+                break
+            except OSError:
+                if time.monotonic() > until or satellite.poll() is not None:
+                    raise BenchError("wyoming-satellite did not listen within 15 s.")
+                time.sleep(0.1)
+        self.sock.settimeout(None)
+        self.send("run-satellite")
+        self.thread = threading.Thread(target=self.read, daemon=True)
+        self.thread.start()
+
+    def send(self, kind):
+        self.sock.sendall((json.dumps({"type": kind}) + "\n").encode())
+
+    def read(self):
+        stream = self.sock.makefile("rb")
+        try:
+            while line := stream.readline():
+                header = json.loads(line)
+                if header.get("data_length"):
+                    stream.read(header["data_length"])
+                payload = stream.read(header["payload_length"]) if header.get("payload_length") else b""
+                if header.get("type") == "audio-chunk":
+                    self.payload_bytes += len(payload)
+                elif header.get("type") == "ping":
+                    self.send("pong")
+        except (OSError, ValueError):
+            pass  # the socket closed under it when the measurement ended
+
+    def stop(self):
+        if self.sock:
+            try:
+                self.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self.sock.close()
+        if self.thread:
+            self.thread.join(5)
+
+
 # ------------------------------------------------------------------ the setup
 
 class Bench:
@@ -214,7 +290,7 @@ class Bench:
              self.path("turn.raw"), "pad", "0.5", "2"])
         turn = open(self.path("turn.raw"), "rb").read()
         seconds = len(turn) / 32000
-        repeats = int((self.args.capture_seconds + 15) / seconds) + 1
+        repeats = int((max(self.args.capture_seconds, self.args.stream_seconds) + 15) / seconds) + 1
         with open(self.path("mic.raw"), "wb") as f:
             f.write(turn * repeats)
         with open(self.path("asound.conf"), "w") as f:
@@ -244,27 +320,36 @@ pcm.benchspeaker {{ type plug slave {{ pcm "benchspeaker_file" format S16_LE rat
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/_test/log", timeout=5) as answer:
             return json.load(answer)
 
-    # -------------------------------------------------------------- one run
-
-    def run_once(self, number):
-        d = self.path(f"run{number}")
+    def daemon_env(self, d, transport):
+        """Makes the daemon's folder `d` (config with `transport`'s keys, state, token) and
+        returns the environment that points it there, without the systemd variables."""
         os.makedirs(os.path.join(d, "state"))
         with open(os.path.join(d, "state", "token"), "w") as f:
             f.write(self.token + "\n")
         os.chmod(os.path.join(d, "state", "token"), 0o600)
         with open(os.path.join(d, "satellite.json"), "w") as f:
-            json.dump({"name": "bench", "room": "kitchen", "transport": "record",
+            json.dump({"name": "bench", "room": "kitchen", **transport,
                        "server": {"url": f"http://127.0.0.1:{self.port}"},
                        "audio": {"input": "benchmic", "output": "benchspeaker",
                                  "maxUtteranceMs": 120000}}, f)
         env = {k: v for k, v in os.environ.items()
                if k not in ("PARLOUR_TOKEN", "JOURNAL_STREAM", "WATCHDOG_USEC", "WATCHDOG_PID",
                             "STATE_DIRECTORY", "RUNTIME_DIRECTORY", "CREDENTIALS_DIRECTORY")}
-        env.update(ALSA_CONFIG_PATH=f"/usr/share/alsa/alsa.conf:{self.path('asound.conf')}",
+        env.update(self.alsa_env(),
                    PARLOUR_SATELLITE_CONFIG=os.path.join(d, "satellite.json"),
                    PARLOUR_SATELLITE_STATE=os.path.join(d, "state"),
                    PARLOUR_SATELLITE_SOCKET=os.path.join(d, "control.sock"),
                    NOTIFY_SOCKET=os.path.join(d, "notify.sock"))
+        return env
+
+    def alsa_env(self):
+        return {"ALSA_CONFIG_PATH": f"/usr/share/alsa/alsa.conf:{self.path('asound.conf')}"}
+
+    # -------------------------------------------------------------- one run
+
+    def run_once(self, number):
+        d = self.path(f"run{number}")
+        env = self.daemon_env(d, {"transport": "record"})
         notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         notify.bind(env["NOTIFY_SOCKET"])
         stderr_path = os.path.join(d, "daemon.log")
@@ -330,6 +415,104 @@ pcm.benchspeaker {{ type plug slave {{ pcm "benchspeaker_file" format S16_LE rat
                 if process is not self.server:
                     self.procs.stop(process)
             notify.close()
+
+    # -------------------------------------------------------------- stream
+
+    def received_binary(self):
+        """Binary bytes /listen has received so far, over all its sockets."""
+        return sum(e.get("bytes", 0) for e in self.server_log()["socket"]
+                   if e.get("dir") == "in" and e.get("kind") == "binary")
+
+    def stream_once(self):
+        """The daemon streaming the room to /listen (transport stream, wake server) for
+        --stream-seconds. The server's wake word is off ("never"), so no turn starts and
+        what is measured is streaming alone, as wyoming-satellite's run below."""
+        self.check_time("the stream measurement")
+        post = urllib.request.Request(f"http://127.0.0.1:{self.port}/_test/knobs", method="POST",
+                                      data=json.dumps({"wake": "never"}).encode())
+        urllib.request.urlopen(post, timeout=5).close()
+        d = self.path("stream")
+        env = self.daemon_env(d, {"transport": "stream", "wake": "server"})
+        notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        notify.bind(env["NOTIFY_SOCKET"])
+        try:
+            with open(os.path.join(d, "daemon.log"), "w") as stderr:
+                daemon = self.procs.start([os.path.join(self.bin, "parlour-satellite")], env=env,
+                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
+            self.await_notify(notify, daemon, "READY=1", 10)
+            until = time.monotonic() + 10
+            while self.received_binary() == 0:
+                if time.monotonic() > until or daemon.poll() is not None:
+                    raise BenchError("The daemon in transport stream sent no audio to /listen within 10 s.")
+                time.sleep(0.1)
+            time.sleep(1)  # past the socket's start
+            bytes0, ticks0 = self.received_binary(), cpu_seconds(daemon.pid)
+            threads, t0 = ThreadTimes(daemon.pid), time.monotonic()
+            threads.watch(self.args.stream_seconds)
+            t1 = time.monotonic()
+            bytes1, ticks1 = self.received_binary(), cpu_seconds(daemon.pid)
+            per_min = 60 / (t1 - t0)
+            FIG["stream_cpu_ticks_s_per_min"].samples.append((ticks1 - ticks0) * per_min)
+            FIG["stream_cpu_s_per_min"].samples.append(threads.seconds() * per_min)
+            FIG["stream_hwm_mb"].samples.append(mb(proc_status(daemon.pid)["VmHWM"]))
+            FIG["stream_bytes_per_s"].samples.append((bytes1 - bytes0) / (t1 - t0))
+        finally:
+            for process in list(self.procs.running):
+                if process is not self.server:
+                    self.procs.stop(process)
+            notify.close()
+
+    def wyoming_once(self):
+        """wyoming-satellite in its lightest mode (always streaming: no wake word, no VAD),
+        its microphone arecord on the same ALSA device, streaming to WyomingPeer."""
+        self.check_time("the wyoming-satellite measurement")
+        python = os.path.join(ROOT, ".build", "bench-venv", "bin", "python")
+        with socket.socket() as probe:  # a free loopback port for the satellite to listen on
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        env = dict(os.environ, **self.alsa_env())
+        with open(self.path("wyoming.log"), "w") as log:
+            satellite = self.procs.start(
+                [python, "-m", "wyoming_satellite", "--name", "bench", "--uri", f"tcp://127.0.0.1:{port}",
+                 "--no-zeroconf",
+                 "--mic-command", "arecord -q -D benchmic -r 16000 -c 1 -f S16_LE -t raw",
+                 "--snd-command", "aplay -q -D null -r 22050 -c 1 -f S16_LE -t raw"],
+                env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+        peer = WyomingPeer(port)
+        try:
+            peer.start(satellite)
+            until = time.monotonic() + 15
+            while peer.payload_bytes == 0:
+                if time.monotonic() > until or satellite.poll() is not None:
+                    raise BenchError(f"wyoming-satellite streamed no audio within 15 s; see {self.path('wyoming.log')} (--keep).")
+                time.sleep(0.1)
+            time.sleep(1)
+            pids = [satellite.pid] + children(satellite.pid)
+            if len(pids) < 2:
+                raise BenchError("wyoming-satellite has no arecord child while it streams.")
+            bytes0, ticks0 = peer.payload_bytes, sum(cpu_seconds(p) for p in pids)
+            times, t0 = [ThreadTimes(p) for p in pids], time.monotonic()
+            until = t0 + self.args.stream_seconds
+            while (left := until - time.monotonic()) > 0:
+                time.sleep(min(0.1, left))
+                for t in times:
+                    t.sample()
+            t1 = time.monotonic()
+            bytes1, ticks1 = peer.payload_bytes, sum(cpu_seconds(p) for p in pids)
+            per_min = 60 / (t1 - t0)
+            FIG["wyoming_cpu_ticks_s_per_min"].samples.append((ticks1 - ticks0) * per_min)
+            FIG["wyoming_cpu_s_per_min"].samples.append(sum(t.seconds() for t in times) * per_min)
+            FIG["wyoming_hwm_mb"].samples.append(mb(sum(proc_status(p)["VmHWM"] for p in pids)))
+            FIG["wyoming_bytes_per_s"].samples.append((bytes1 - bytes0) / (t1 - t0))
+        finally:
+            peer.stop()
+            if satellite.poll() is None:  # its arecord is in its session: end them together
+                os.killpg(satellite.pid, signal.SIGTERM)
+            self.procs.stop(satellite)
+        ours, theirs = FIG["stream_cpu_s_per_min"].samples, FIG["wyoming_cpu_s_per_min"].samples
+        if ours and theirs:
+            FIG["ratio_cpu"].samples.append(ours[-1] / theirs[-1])
+            FIG["ratio_rss"].samples.append(FIG["stream_hwm_mb"].samples[-1] / FIG["wyoming_hwm_mb"].samples[-1])
 
     def await_notify(self, notify, daemon, prefix, timeout):
         """Waits for a notify datagram with a line starting `prefix`; returns when it came (ns)."""
@@ -412,6 +595,7 @@ def machine():
 def report(args, host, elapsed):
     lines = [f"Date: {time.strftime('%Y-%m-%d %H:%M %Z')}", f"Command: {args.command}",
              f"Runs: {args.runs} (a fresh daemon each; held capture {args.capture_seconds:g} s, idle {args.idle_seconds:g} s); "
+             f"stream {args.stream_seconds:g} s each; "
              f"took {elapsed:.0f} s", ""]
     lines += [f"- {name}: {value}" for name, value in host]
     lines += ["", "| Figure | Median | Spread (min–max) | n |", "| --- | ---: | ---: | ---: |"]
@@ -431,6 +615,8 @@ def main():
     parser.add_argument("--python", required=True, help="The test venv's python, for the test server.")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--capture-seconds", type=float, default=15)
+    parser.add_argument("--stream-seconds", type=float, default=60,
+                        help="How long the daemon and wyoming-satellite each stream (0: skip both).")
     parser.add_argument("--idle-seconds", type=float, default=5)
     parser.add_argument("--time-limit", type=float, default=300, help="Give up after this many seconds.")
     parser.add_argument("--keep", action="store_true", help="Keep the working folder (logs) for a look.")
@@ -453,6 +639,11 @@ def main():
             print(f"run {number} of {args.runs}…", file=sys.stderr, flush=True)
             bench.run_once(number)
         bench.voice_context()
+        if args.stream_seconds > 0:
+            print("stream…", file=sys.stderr, flush=True)
+            bench.stream_once()
+            print("wyoming-satellite…", file=sys.stderr, flush=True)
+            bench.wyoming_once()
     except (BenchError, OSError, subprocess.SubprocessError) as error:
         print(f"bench: {error}", file=sys.stderr)
         return 1
