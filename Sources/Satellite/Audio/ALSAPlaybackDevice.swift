@@ -114,10 +114,21 @@ public final class ALSAPlaybackDevice: @unchecked Sendable {
             usleep(UInt32(timeout) * 1000)
         }
         if isCancelled() { return stopNow(written) }
-        // Non-blocking drain may return -EAGAIN at once; the last period is drained blocking.
-        snd_pcm_nonblock(pcm, 0)
-        let drained = snd_pcm_drain(pcm)
-        if drained < 0, drained != -EPIPE { throw ALSAError(function: "snd_pcm_drain", code: drained, device: device) }
+        // The last period drains without blocking, watched a period at a time and given
+        // up after a bounded wait: a blocking drain once never returned, which would
+        // leave the satellite speaking for ever.
+        var drained = snd_pcm_drain(pcm)
+        var waits = 0
+        while drained == -EAGAIN, snd_pcm_state(pcm) == SND_PCM_STATE_DRAINING, waits < 25, !isCancelled() {
+            usleep(UInt32(timeout) * 1000)
+            waits += 1
+            drained = snd_pcm_state(pcm) == SND_PCM_STATE_DRAINING ? -EAGAIN : 0
+        }
+        if isCancelled() { return stopNow(written) }
+        if snd_pcm_state(pcm) == SND_PCM_STATE_DRAINING { snd_pcm_drop(pcm) }
+        if drained < 0, drained != -EPIPE, drained != -EAGAIN {
+            throw ALSAError(function: "snd_pcm_drain", code: drained, device: device)
+        }
         return PlaybackOutcome(ending: .finished, framesWritten: written)
     }
 
