@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import SatelliteCore
 
 /// Synthetic microphone signals, built frame-aligned so the rules can be checked to the frame.

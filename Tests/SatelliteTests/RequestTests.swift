@@ -2,6 +2,7 @@
 // one, a missing microphone is an error that names it, a held listen ends when
 // the caller's input closes, and shutdown answers what is under way.
 import Foundation
+import TestSupport
 import Testing
 import SatelliteCore
 

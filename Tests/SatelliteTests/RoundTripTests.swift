@@ -3,6 +3,7 @@
 // parlourctl. What the person said goes to /voice; the answer's audio comes
 // out of the speaker.
 import Foundation
+import TestSupport
 import Testing
 import SatelliteCore
 

@@ -2,6 +2,7 @@
 // clear error result with the right code, never a crash, and the daemon is not
 // left stuck: status answers at once afterwards, in a settled state.
 import Foundation
+import TestSupport
 import Testing
 import SatelliteCore
 

@@ -3,6 +3,7 @@
 // FIFO the test speaks into, a file-backed speaker, and parlourctl. What the
 // server saw comes from its own log; what the daemon did, from `watch`.
 import Foundation
+import TestSupport
 import Testing
 import SatelliteCore
 
@@ -19,8 +20,7 @@ struct StreamTests {
     /// A watch on the daemon, returned once the socket is connected (the state is idle).
     func connectedWatch(_ daemon: DaemonHarness) async throws -> SocketClient {
         let watcher = try SocketClient(path: daemon.socket)
-        watcher.request(.watch, id: "watch")
-        let status = await watcher.next { $0["event"] == "status" }
+        let status = await watcher.watch()
         if status?["status"]?["state"] != "idle" { _ = await watcher.state("idle") }
         return watcher
     }

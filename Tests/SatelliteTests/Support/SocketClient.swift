@@ -48,9 +48,10 @@ final class SocketClient: Sendable {
     func request(_ command: ControlCommand, id: String) { send(ControlProtocol.encode(command, id: .string(id)) + "\n") }
 
     /// Starts a watch and returns once the daemon is streaming (its first line, the status, has come).
-    func watch() async {
+    @discardableResult
+    func watch() async -> JSONValue? {
         request(.watch, id: "watch")
-        _ = await next { $0["event"] == "status" }
+        return await next { $0["event"] == "status" }
     }
 
     /// The next line that parses and satisfies `match`.

@@ -1,18 +1,13 @@
-// Speech for the microphone: espeak-ng says a sentence, sox makes it 16 kHz
-// mono s16le with silence around it, as a person in the room would sound.
+// Speech for the microphone, as a person in the room would sound: TestSupport's
+// espeak-ng recordings as the raw s16le a file-backed microphone reads.
 import Foundation
 import TestSupport
 
-enum Speech {
+extension Speech {
     /// Raw s16le 16 kHz mono: `before` s of silence, the sentence, `after` s of silence.
     static func raw(_ sentence: String, before: Double = 0.5, after: Double = 2.0) async throws -> Data {
-        let dir = try Package.temporaryDirectory("speech")
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let wav = dir.appendingPathComponent("q.wav").path, raw = dir.appendingPathComponent("q.raw").path
-        try Spawn.run("espeak-ng", package: "espeak-ng", ["-w", wav, sentence])
-        try Spawn.run("sox", package: "sox", [wav, "-r", "16000", "-c", "1", "-b", "16", "-e", "signed", "-t", "raw", raw,
-                                              "pad", String(before), String(after)])
-        return try Data(contentsOf: URL(fileURLWithPath: raw))
+        let samples = try recording(sentence, leadingMs: Int(before * 1000), trailingMs: Int(after * 1000)).samples
+        return samples.withUnsafeBufferPointer { Data(buffer: $0) }
     }
 
     /// `seconds` of digital silence.

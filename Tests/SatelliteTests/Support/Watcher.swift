@@ -1,7 +1,7 @@
 // `watch` on a daemon's control socket, for tests that await what the daemon
 // says (a pin, a newcomer, Bonjour coming and going) instead of sleeping.
 // Easy to get wrong: the daemon subscribes when it handles the request, so
-// `start` waits until one event it caused after that has come through.
+// `start` waits for the status line a watch begins with.
 import Foundation
 import SatelliteCore
 
@@ -11,11 +11,7 @@ struct Watcher: Sendable {
     /// Watches `daemon`, and returns once the watch is known to be live.
     static func start(_ daemon: DaemonHarness) async throws -> Watcher {
         let client = try SocketClient(path: daemon.socket)
-        client.request(.watch, id: "watch")
-        // A `use` of a closed port fails at once and publishes its result: once it is seen, every
-        // later event will be too.
-        _ = try await daemon.ctl("use", "http://127.0.0.1:1")
-        _ = await client.next { $0["event"] == "finished" && $0["command"] == "use" }
+        await client.watch()
         return Watcher(client: client)
     }
 
