@@ -1,5 +1,6 @@
-// A microphone as a stream of 20 ms chunks. The blocking ALSA reads run on a
-// thread of their own, never on Swift's cooperative pool. Easy to get wrong:
+// A microphone as a stream of chunks, one ALSA period each (20 ms unless asked
+// otherwise). The blocking ALSA reads run on a thread of their own, never on
+// Swift's cooperative pool. Easy to get wrong:
 // the thread must notice a stop even when no data comes (snd_pcm_wait with a
 // period's timeout), and the handle is closed by that thread alone, once.
 import CALSA
@@ -68,7 +69,8 @@ public final class ALSACaptureDevice: @unchecked Sendable {
     /// `onFailure` runs on the capture thread just before the `.failed` chunk is yielded.
     public func frames(onFailure: (@Sendable (ALSAError) -> Void)? = nil) -> AsyncStream<CaptureChunk> {
         // Two seconds of chunks; a consumer further behind loses the oldest.
-        let (stream, continuation) = AsyncStream.makeStream(of: CaptureChunk.self, bufferingPolicy: .bufferingNewest(100))
+        let twoSeconds = max(4, 2 * rate / max(1, periodFrames))
+        let (stream, continuation) = AsyncStream.makeStream(of: CaptureChunk.self, bufferingPolicy: .bufferingNewest(twoSeconds))
         let first = life.withLock { life in
             defer { life.started = true }
             return !life.started && !life.closed
@@ -79,6 +81,8 @@ public final class ALSACaptureDevice: @unchecked Sendable {
         }
         continuation.onTermination = { [weak self] _ in self?.stop() }
         let thread = Thread { [self] in
+            // Named from inside: set before start, the name never reaches the kernel (top -H, /proc).
+            Thread.current.name = "alsa-capture"
             let failure = read(into: continuation)
             snd_pcm_drop(pcm)
             snd_pcm_close(pcm)
@@ -89,7 +93,6 @@ public final class ALSACaptureDevice: @unchecked Sendable {
             markClosed()
             continuation.finish()
         }
-        thread.name = "alsa-capture"
         thread.start()
         return stream
     }

@@ -23,12 +23,14 @@ public actor AudioCapture {
     /// Opens the microphone and returns the stream of its chunks for the one consumer.
     /// A stream already open is closed first. The device closes when the consumer
     /// stops iterating, on `close()`, or after a `.failed` chunk (then retries begin).
-    public func open() async throws(ALSAError) -> AsyncStream<CaptureChunk> {
+    /// `periodFrames` is the chunk ALSA is asked for: each one is a wake-up of the capture
+    /// thread and a hop to the consumer, so a consumer that judges longer stretches asks for longer.
+    public func open(periodFrames: Int = 320) async throws(ALSAError) -> AsyncStream<CaptureChunk> {
         // Another open may slip in while this one waits for the old device to close.
         while current != nil { await close() }
         let capture: ALSACaptureDevice
         do {
-            capture = try ALSACaptureDevice.open(device: device)
+            capture = try ALSACaptureDevice.open(device: device, periodFrames: periodFrames)
         } catch {
             failed(error)
             throw error
