@@ -6,6 +6,7 @@
 // would print URLs and headers, so it is silenced before the first context.
 import CWebSockets
 import Foundation
+import SatelliteCore
 import Synchronization
 
 /// What happens on a connection, in order. `.closed`, `.failed` and `.dead` are the last event.
@@ -59,10 +60,13 @@ public final class WebSocketClient: @unchecked Sendable {
     private let maxText: Int
     private let maxBinary: Int
     private let shared = Mutex(Shared())
+    /// The context to wake, under a lock of its own: waking is a syscall, and made while
+    /// holding `shared` it kept the woken service thread waiting on that lock (a futex
+    /// round trip for every message).
+    private let waker = Mutex<ContextHandle?>(nil)
 
     /// Work other threads hand to the service thread.
     private struct Shared {
-        var context: ContextHandle?
         var outgoing: [Outgoing] = []
         var queuedBytes = 0
         var wantPing = false
@@ -71,7 +75,7 @@ public final class WebSocketClient: @unchecked Sendable {
     }
 
     /// The lws context as other threads may see it: only to pass to `lws_cancel_service`,
-    /// which lws allows from any thread, and only while it is in `shared` (taken out before destroy).
+    /// which lws allows from any thread, and only while it is in `waker` (taken out before destroy).
     private struct ContextHandle: @unchecked Sendable {
         let pointer: OpaquePointer
     }
@@ -112,8 +116,11 @@ public final class WebSocketClient: @unchecked Sendable {
     public static func connect(url: String, headers: [String: String], maxMessage: Int,
                                maxText: Int = 4096) -> WebSocketClient {
         let client = WebSocketClient(url: url, headers: headers, maxMessage: maxMessage, maxText: maxText)
-        let thread = Thread { client.serviceRun() }
-        thread.name = "websocket"
+        let thread = Thread {
+            // Named from inside: set before start, the name never reaches the kernel (top -H, /proc).
+            Thread.current.name = "websocket"
+            client.serviceRun()
+        }
         thread.start()
         return client
     }
@@ -158,21 +165,31 @@ public final class WebSocketClient: @unchecked Sendable {
     }
 
     private func enqueue(_ message: Outgoing, bounded: Bool) -> Bool {
-        shared.withLock { state in
+        let queued = shared.withLock { state in
             guard !state.ended, !state.wantClose else { return false }
             if bounded && state.queuedBytes + message.bytes > Self.maxQueuedBytes { return false }
             state.outgoing.append(message)
             state.queuedBytes += message.bytes
-            if let context = state.context { lws_cancel_service(context.pointer) }
             return true
         }
+        if queued { wakeService() }
+        return queued
     }
 
     private func wake(_ change: (inout Shared) -> Void) {
-        shared.withLock { state in
-            guard !state.ended else { return }
+        let changed = shared.withLock { state in
+            guard !state.ended else { return false }
             change(&state)
-            if let context = state.context { lws_cancel_service(context.pointer) }
+            return true
+        }
+        if changed { wakeService() }
+    }
+
+    /// Work is queued before the wake; the service thread sets the context before it looks
+    /// at the queue. So either the wake finds the context, or the thread finds the work.
+    private func wakeService() {
+        waker.withLock { context in
+            if let context { lws_cancel_service(context.pointer) }
         }
     }
 
@@ -209,7 +226,9 @@ public final class WebSocketClient: @unchecked Sendable {
         info.port = CONTEXT_PORT_NO_LISTEN
         info.protocols = UnsafePointer(protocols)
         info.user = Unmanaged.passUnretained(self).toOpaque()
-        info.options = UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT)
+        // TLS only for wss://: setting it up loads the CA store and touches megabytes of
+        // libcrypto that a ws:// connection on the home network never uses.
+        info.options = target.secure ? UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT) : 0
         // lws sizes its tables by the highest fd it may see; the rlimit can be a million.
         info.fd_limit_per_thread = 1024
         info.timeout_secs = 10
@@ -219,10 +238,8 @@ public final class WebSocketClient: @unchecked Sendable {
             return
         }
         // A close() that came before there was a context to wake is seen here.
-        if shared.withLock({ state in
-            state.context = ContextHandle(pointer: context)
-            return state.wantClose
-        }) {
+        waker.withLock { $0 = ContextHandle(pointer: context) }
+        if shared.withLock({ $0.wantClose }) {
             serviceFinish(.closed(code: nil, reason: "closed by this side before it opened"))
         }
 
@@ -251,7 +268,7 @@ public final class WebSocketClient: @unchecked Sendable {
                 lws_service(context, 0)
             }
         }
-        shared.withLock { $0.context = nil }
+        waker.withLock { $0 = nil }
         lws_context_destroy(context)
     }
 
@@ -376,8 +393,8 @@ public final class WebSocketClient: @unchecked Sendable {
             lws_close_reason(wsi, LWS_CLOSE_STATUS_NORMAL, nil, 0)
             return -1
         case .ping: written = Self.write(wsi, Data(), LWS_WRITE_PING)
-        case .message(.text(let data)): written = Self.write(wsi, data, LWS_WRITE_TEXT)
-        case .message(.binary(let data)): written = Self.write(wsi, data, LWS_WRITE_BINARY)
+        case .message(.text(let data)): written = Self.writeFrame(wsi, .text, data)
+        case .message(.binary(let data)): written = Self.writeFrame(wsi, .binary, data)
         case .nothing: return 0
         }
         guard written else { return -1 }
@@ -393,6 +410,19 @@ public final class WebSocketClient: @unchecked Sendable {
         let sent = buffer.withUnsafeMutableBufferPointer { lws_write(wsi, $0.baseAddress! + pre, data.count, kind) }
         // lws buffers what the socket did not take; less than asked means the connection failed.
         return sent >= data.count
+    }
+
+    /// One message as a whole frame built and masked here (see WebSocketFrame), handed to
+    /// lws as raw bytes (LWS_WRITE_RAW, which lws names LWS_WRITE_HTTP): lws writes it as it
+    /// is, in order with its own pings and closes, and buffers what the socket did not take.
+    private static func writeFrame(_ wsi: OpaquePointer, _ opcode: WebSocketFrame.Opcode, _ data: Data) -> Bool {
+        let pre = cws_pre()
+        var frame = data.withUnsafeBytes { payload in
+            WebSocketFrame.masked(opcode, payload, key: UInt32.random(in: .min ... .max), headroom: pre)
+        }
+        let length = frame.count - pre
+        let sent = frame.withUnsafeMutableBufferPointer { lws_write(wsi, $0.baseAddress! + pre, length, LWS_WRITE_HTTP) }
+        return sent >= length
     }
 
     private func serviceReceive(_ wsi: OpaquePointer, _ chunk: UnsafeRawBufferPointer) {
