@@ -440,7 +440,11 @@ public actor ListenStream {
                 continue
             }
             do {
-                let frames = try await capture.open()
+                // Streaming the room all day, the capture reads whole 80 ms messages: a quarter of
+                // the wake-ups of 20 ms periods, and no later on the wire, since a message waits for
+                // its last sample either way. A push turn keeps 20 ms, so the endpointer decides sooner.
+                let period = settings.mode == .wake ? batcher.samples : 320
+                let frames = try await capture.open(periodFrames: period)
                 microphoneRetry.reset()
                 microphone = Task { [weak self] in
                     for await chunk in frames {
@@ -496,6 +500,8 @@ public actor ListenStream {
         guard current.phase == .capturing else { return }
         current.samples += samples.count
         let decision = current.endpointer.feed(samples)
+        // When the endpointer decided, for scripts/bench; said once `end` is queued, so saying it costs the turn nothing.
+        let decidedAt = MonotonicClock.nanoseconds()
         turn = current
         if let block = batcher.add(samples) { connection.sendBinary(block) }
         let number = current.number
@@ -518,6 +524,7 @@ public actor ListenStream {
         guard ended else { return }
         if let rest = batcher.flush() { connection.sendBinary(rest) }
         connection.sendText(ListenCommand.end.text)
+        if !current.hold { bus.notice(.debug, "End of speech decided.", ["monotonic_ns": String(decidedAt)]) }
         guard var answering = turn, answering.number == number else { return }
         answering.phase = .answering
         turn = answering
