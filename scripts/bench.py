@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-# The driver behind scripts/bench: starts the test server, the paced ALSA card
-# and a fresh daemon per run, measures it from outside (/proc, the notify
-# socket, the daemon's debug lines) and prints each figure's median and spread.
+# The driver behind scripts/bench: starts the test server, the paced ALSA card, the
+# daemon and wyoming-satellite, measures them from outside (/proc, the notify socket,
+# the daemon's debug lines, a preloaded tracer, callgrind) and prints each figure's
+# median and spread with the machine it ran on, then the aims, met or missed.
 # Easy to get wrong: every process started here must end, whatever fails; the
-# kernel's utime+stime is in clock ticks (10 ms), too coarse alone for a
-# daemon that uses well under 1 % of a core, so per-thread schedstat is read too.
+# kernel's utime+stime is in clock ticks (10 ms), too coarse alone for a daemon that
+# uses well under 1 % of a core, so per-thread schedstat is read too; a thread that
+# ends takes its counters with it, so threads are read often.
 """Measures parlour-satellite on loopback; see BENCHMARKS.md for the figures."""
 
 import argparse
@@ -18,6 +20,7 @@ import shutil
 import signal
 import socket
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -27,9 +30,14 @@ import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 QUESTION = "what time is it in the kitchen"
+# The short question the round trips ask, so a hundred of them take minutes, not ten.
+TRIP_QUESTION = "lights on"
 # The answer's audio as the real server's default voice makes it: 24 kHz float32.
 REPLY = {"audioFormat": "float32", "audioRate": 24000, "audioMs": 3000}
+TRIP_REPLY = {"audioFormat": "float32", "audioRate": 24000, "audioMs": 300}
 TICK = os.sysconf("SC_CLK_TCK")
+BLOCK_BYTES = 2560  # one /listen message: 80 ms of 16 kHz mono S16_LE
+WS_BINARY, WS_TEXT = 0x82, 0x81  # the first byte of a final binary or text frame
 
 
 class BenchError(Exception):
@@ -39,48 +47,83 @@ class BenchError(Exception):
 # ------------------------------------------------------------------ figures
 
 class Figure:
-    """One printed row: a name, a unit, how many decimals, and its samples."""
+    """One printed row: a name, a unit, how many decimals, and its samples. `spread`
+    is "range" (min–max, for a figure with one sample a run) or "p5–p95" (for a
+    latency with many samples, where the extremes are the machine's, not ours)."""
 
-    def __init__(self, key, title, unit, decimals):
-        self.key, self.title, self.unit, self.decimals = key, title, unit, decimals
+    def __init__(self, key, title, unit, decimals, spread="range"):
+        self.key, self.title, self.unit, self.decimals, self.spread = key, title, unit, decimals, spread
         self.samples = []
 
 
-# The rows, in print order. A new measurement adds its rows here and appends
-# samples to them by key; the report needs nothing else.
+def section(title):
+    return Figure(None, title, "", 0)
+
+
+# The rows, in print order; a section row has no key. A new measurement adds its rows
+# here and appends samples to them by key; the report needs nothing else.
 FIGURES = [
+    section("Start, and idle while paired (record transport, nothing asked)"),
     Figure("ready_ms", "Start of the process to READY=1", "ms", 1),
-    Figure("idle_hwm_mb", "Peak RSS idle (VmHWM, READY then idle)", "MiB", 2),
-    Figure("idle_rss_mb", "RSS idle (VmRSS, READY then idle)", "MiB", 2),
+    Figure("idle_hwm_mb", "Peak RSS idle (VmHWM)", "MiB", 2),
+    Figure("idle_rss_mb", "Steady RSS idle (VmRSS)", "MiB", 2),
     Figure("idle_anon_mb", "… of which anonymous (heap, stacks)", "MiB", 2),
-    Figure("idle_file_mb", "… of which file-backed (code and data of the binary and its libraries)", "MiB", 2),
+    Figure("idle_file_mb", "… of which file-backed (the binary and its libraries)", "MiB", 2),
+    Figure("idle_cpu_s_per_min", "CPU per minute idle (context)", "s/min", 3),
+    section("A round trip (record transport: /voice)"),
     Figure("trip_hwm_mb", "Peak RSS after a round trip (VmHWM)", "MiB", 2),
     Figure("trip_rss_max_mb", "Highest RSS sampled during a round trip (VmRSS)", "MiB", 2),
-    Figure("cpu_ticks_s_per_min", "CPU per minute of capture (utime+stime, clock ticks)", "s/min", 3),
-    Figure("cpu_s_per_min", "CPU per minute of capture (threads' schedstat, ns)", "s/min", 3),
-    Figure("cpu_percent", "The same, as a share of one core", "%", 2),
     Figure("answer_to_alsa_ms", "Answer's last byte in to its first frame handed to ALSA", "ms", 2),
     Figure("answer_decode_ms", "… of which reading the answer (JSON, base64)", "ms", 2),
-    Figure("idle_cpu_s_per_min", "CPU per minute idle, after READY (context)", "s/min", 3),
+    Figure("cpu_s_per_min", "CPU per minute of a held capture (context)", "s/min", 3),
     Figure("trip_wall_s", "A whole round trip, as parlourctl sees it (context)", "s", 2),
     Figure("voice_bytes_per_s", "Bytes posted to /voice per second of audio (context)", "B/s", 0),
-    # Stream: the daemon holding /listen (wake "server"), and wyoming-satellite in the same run.
-    Figure("stream_cpu_ticks_s_per_min", "Stream: CPU per minute (utime+stime, clock ticks)", "s/min", 3),
-    Figure("stream_cpu_s_per_min", "Stream: CPU per minute (threads' schedstat, ns)", "s/min", 3),
-    Figure("stream_hwm_mb", "Stream: peak RSS (VmHWM)", "MiB", 2),
-    Figure("stream_bytes_per_s", "Stream: binary bytes received by /listen per second (raw audio: 32000)", "B/s", 0),
-    Figure("wyoming_cpu_ticks_s_per_min", "wyoming-satellite + arecord: CPU per minute (utime+stime)", "s/min", 3),
-    Figure("wyoming_cpu_s_per_min", "wyoming-satellite + arecord: CPU per minute (schedstat)", "s/min", 3),
+    section("Streaming the room (stream transport, wake server), wyoming-satellite at the same time"),
+    Figure("stream_hwm_mb", "Peak RSS streaming (VmHWM)", "MiB", 2),
+    Figure("stream_rss_mb", "Steady RSS streaming (VmRSS, median of the window's second half)", "MiB", 2),
+    Figure("stream_pss_mb", "PSS streaming: shared pages divided among their users (context)", "MiB", 2),
+    Figure("stream_cpu_s_per_min", "CPU per minute of streamed audio (threads' schedstat)", "s/min", 3),
+    Figure("stream_cpu_ticks_s_per_min", "CPU per minute of streamed audio (utime+stime, clock ticks)", "s/min", 3),
+    Figure("stream_cpu_capture", "… of which the capture thread (alsa-capture)", "s/min", 3),
+    Figure("stream_cpu_websocket", "… of which the WebSocket thread (websocket)", "s/min", 3),
+    Figure("stream_cpu_rest", "… of which the other threads (Swift's pool, the rest)", "s/min", 3),
+    Figure("stream_wakeups_per_s", "Times a thread was put on a CPU, per second (context)", "/s", 1),
+    Figure("capture_to_socket_ms", "A captured period to its message's bytes on the socket", "ms", 3, "p5–p95"),
+    Figure("stream_bytes_per_s", "Binary bytes received by /listen per second (raw audio: 32000)", "B/s", 0),
     Figure("wyoming_hwm_mb", "wyoming-satellite + arecord: peak RSS (sum of VmHWM)", "MiB", 2),
-    Figure("wyoming_bytes_per_s", "wyoming-satellite: audio payload bytes received per second (context)", "B/s", 0),
+    Figure("wyoming_rss_mb", "wyoming-satellite + arecord: steady RSS (sum of VmRSS)", "MiB", 2),
+    Figure("wyoming_cpu_s_per_min", "wyoming-satellite + arecord: CPU per minute (schedstat)", "s/min", 3),
+    Figure("wyoming_cpu_ticks_s_per_min", "wyoming-satellite + arecord: CPU per minute (utime+stime)", "s/min", 3),
+    Figure("wyoming_wakeups_per_s", "wyoming-satellite + arecord: times on a CPU per second (context)", "/s", 1),
+    Figure("wyoming_bytes_per_s", "wyoming-satellite: audio payload bytes per second (context)", "B/s", 0),
     Figure("ratio_cpu", "Ratio ours/theirs, CPU (schedstat)", "×", 3),
-    Figure("ratio_rss", "Ratio ours/theirs, peak RSS", "×", 3),
+    Figure("ratio_rss", "Ratio ours/theirs, steady RSS", "×", 3),
+    section("Round trips in a row (stream transport, push turns over /listen)"),
+    Figure("trips_rss_first_mb", "RSS after the first round trip (VmRSS)", "MiB", 2),
+    Figure("trips_rss_mb", "Steady RSS after the last round trip (VmRSS)", "MiB", 2),
+    Figure("trips_hwm_mb", "Peak RSS after the last round trip (VmHWM)", "MiB", 2),
+    Figure("trips_fds_growth", "Open descriptors, last round trip less first (context)", "", 0),
+    Figure("end_to_end_sent_ms", "End of speech decided to `end` on the socket", "ms", 3, "p5–p95"),
+    Figure("stream_answer_to_alsa_ms", "Reply WAV's last byte in to its first frame handed to ALSA", "ms", 2, "p5–p95"),
+    Figure("trips_wall_s", "A whole round trip, as parlourctl sees it (context)", "s", 2, "p5–p95"),
+    section("Instructions under valgrind --tool=callgrind (repeatable on a busy machine)"),
+    Figure("cg_instr_per_s", "Instructions per second of streamed audio", "M/s", 3),
+    Figure("cg_wyoming_instr_per_s", "wyoming-satellite + arecord: instructions per second of audio", "M/s", 3),
+    Figure("cg_ratio", "Ratio ours/theirs, instructions", "×", 3),
 ]
-FIG = {f.key: f for f in FIGURES}
+FIG = {f.key: f for f in FIGURES if f.key}
 
 
 def mb(kb):
     return kb / 1024
+
+
+def percentile(values, p):
+    ordered = sorted(values)
+    at = (len(ordered) - 1) * p / 100
+    low = int(at)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
 
 
 # ------------------------------------------------------------------ processes
@@ -96,13 +139,23 @@ class Processes:
         self.running.append(process)
         return process
 
-    def stop(self, process, grace=5.0):
+    def stop(self, process, grace=5.0, group=False):
+        """SIGTERM, then SIGKILL after `grace`; `group`: the whole session it leads."""
         if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
+            try:
+                if group:
+                    os.killpg(process.pid, signal.SIGTERM)
+                else:
+                    process.send_signal(signal.SIGTERM)
+            except ProcessLookupError:
+                pass
             try:
                 process.wait(grace)
             except subprocess.TimeoutExpired:
-                process.kill()
+                try:
+                    os.killpg(process.pid, signal.SIGKILL) if group else process.kill()
+                except ProcessLookupError:
+                    pass
                 process.wait()
         if process in self.running:
             self.running.remove(process)
@@ -126,8 +179,8 @@ def proc_file(pid, name):
     try:
         with open(f"/proc/{pid}/{name}") as f:
             return f.read()
-    except FileNotFoundError:
-        raise BenchError(f"The daemon (pid {pid}) has ended in the middle of a run; run with --keep to see its log.")
+    except (FileNotFoundError, ProcessLookupError):
+        raise BenchError(f"Process {pid} has ended in the middle of a run; run with --keep to see its log.")
 
 
 def proc_status(pid):
@@ -138,8 +191,24 @@ def proc_status(pid):
         if key in ("VmHWM", "VmRSS", "RssAnon", "RssFile", "RssShmem"):
             fields[key] = int(value.split()[0])
     if "VmRSS" not in fields:  # a zombie has no memory left to show
-        raise BenchError(f"The daemon (pid {pid}) has ended in the middle of a run; run with --keep to see its log.")
+        raise BenchError(f"Process {pid} has ended in the middle of a run; run with --keep to see its log.")
     return fields
+
+
+def proc_pss(pid):
+    """Proportional set size in kB: each shared page divided among the processes mapping it."""
+    for line in proc_file(pid, "smaps_rollup").splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1])
+    return 0
+
+
+def open_fds(pid):
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except FileNotFoundError:
+        proc_file(pid, "stat")
+        raise
 
 
 def cpu_seconds(pid):
@@ -149,39 +218,59 @@ def cpu_seconds(pid):
     return (int(after[11]) + int(after[12])) / TICK
 
 
-def thread_cpu_ns(pid):
-    """Each live thread's time on a CPU, in ns (schedstat), by thread id."""
-    times = {}
+def thread_name(pid, tid):
+    try:
+        with open(f"/proc/{pid}/task/{tid}/comm") as f:
+            return f.read().strip()
+    except (FileNotFoundError, ProcessLookupError):
+        return "?"
+
+
+def thread_stats(pid):
+    """Each live thread's (ns on a CPU, times put on a CPU), from schedstat, by thread id."""
+    stats = {}
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except FileNotFoundError:
-        proc_file(pid, "stat")  # says the daemon ended
+        proc_file(pid, "stat")  # says the process ended
         raise
     for tid in tids:
         try:
             with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                times[tid] = int(f.read().split()[0])
-        except FileNotFoundError:
+                ran, _, slices = f.read().split()[:3]
+                stats[tid] = (int(ran), int(slices))
+        except (FileNotFoundError, ProcessLookupError):
             pass  # ended between listdir and open
-    return times
+    return stats
 
 
 class ThreadTimes:
-    """The process's CPU time over a window, to the nanosecond, from each thread's
-    schedstat. A thread that ends takes its counter with it, so the threads are read
-    every `every` seconds and each one's last reading counts: at most that much of an
-    ending thread's time is lost (idle pool threads end; the capture thread does not)."""
+    """A process's CPU time and wake-ups over a window, from each thread's schedstat. A
+    thread that ends takes its counters with it, so the threads are read every `every`
+    seconds and each one's last reading counts: at most that much of an ending thread's
+    time is lost (idle pool threads end; the capture thread does not)."""
 
     def __init__(self, pid):
         self.pid = pid
-        self.first = thread_cpu_ns(pid)
+        self.first = thread_stats(pid)
         self.last = dict(self.first)
 
     def sample(self):
-        self.last.update(thread_cpu_ns(self.pid))
+        self.last.update(thread_stats(self.pid))
 
     def seconds(self):
-        return sum(ns - self.first.get(tid, 0) for tid, ns in self.last.items()) / 1e9
+        return sum(ran - self.first.get(tid, (0, 0))[0] for tid, (ran, _) in self.last.items()) / 1e9
+
+    def runs(self):
+        return sum(slices - self.first.get(tid, (0, 0))[1] for tid, (_, slices) in self.last.items())
+
+    def seconds_by_name(self):
+        """CPU seconds by thread name (the daemon names its capture and WebSocket threads)."""
+        by = {}
+        for tid, (ran, _) in self.last.items():
+            name = thread_name(self.pid, tid)
+            by[name] = by.get(name, 0) + (ran - self.first.get(tid, (0, 0))[0]) / 1e9
+        return by
 
     def watch(self, duration, every=0.1):
         until = time.monotonic() + duration
@@ -194,10 +283,175 @@ def children(pid):
     """The ids of a process's children (all its threads'), from /proc."""
     found = []
     for tid in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{tid}/children") as f:
-            found += [int(c) for c in f.read().split()]
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                found += [int(c) for c in f.read().split()]
+        except FileNotFoundError:
+            pass
     return found
 
+
+class Window:
+    """CPU, wake-ups and RSS of a group of processes (ours: one; wyoming-satellite: Python
+    and its arecord) over the same stretch of time, sampled every 0.1 s (schedstat) and
+    every second (VmRSS)."""
+
+    def __init__(self, pids):
+        self.pids = pids
+        self.ticks0 = sum(cpu_seconds(p) for p in pids)
+        self.threads = [ThreadTimes(p) for p in pids]
+        self.rss = []
+        self.t0 = time.monotonic()
+        self.t1 = None
+        self.next_rss = self.t0
+
+    def sample(self):
+        for t in self.threads:
+            t.sample()
+        now = time.monotonic()
+        if now >= self.next_rss:
+            self.rss.append(sum(proc_status(p)["VmRSS"] for p in self.pids))
+            self.next_rss += 1
+
+    def close(self):
+        self.sample()
+        self.t1 = time.monotonic()
+        self.ticks1 = sum(cpu_seconds(p) for p in self.pids)
+        self.hwm = sum(proc_status(p)["VmHWM"] for p in self.pids)
+        self.pss = sum(proc_pss(p) for p in self.pids)
+
+    @property
+    def length(self):
+        return self.t1 - self.t0
+
+    def cpu_per_min(self):
+        return sum(t.seconds() for t in self.threads) * 60 / self.length
+
+    def ticks_per_min(self):
+        return (self.ticks1 - self.ticks0) * 60 / self.length
+
+    def runs_per_s(self):
+        return sum(t.runs() for t in self.threads) / self.length
+
+    def steady_rss(self):
+        """The median VmRSS of the window's second half: after start-up growth, without one odd sample."""
+        return statistics.median(self.rss[len(self.rss) // 2:])
+
+
+def watch_windows(windows, duration):
+    until = time.monotonic() + duration
+    while (left := until - time.monotonic()) > 0:
+        time.sleep(min(0.1, left))
+        for w in windows:
+            w.sample()
+    for w in windows:
+        w.close()
+
+
+# ------------------------------------------------------------------ the tracer's records
+
+class Trace:
+    """The records scripts/bench-preload.c wrote (see its header): opens and reads of the
+    microphone's infile, sends, and the /listen socket's receives with their bytes."""
+
+    OPEN_INFILE, READ_INFILE, SEND, RECV = 1, 2, 3, 4
+    RECORD = struct.Struct("<QiiiiqiB3x")
+
+    def __init__(self, path):
+        self.records = []
+        if not os.path.exists(path):
+            return
+        with open(path, "rb") as f:
+            data = f.read()
+        used = struct.unpack_from("<Q", data, 0)[0]
+        end = min(64 + used, len(data))
+        if 64 + used > len(data):
+            raise BenchError(f"The trace file {path} filled up; measure a shorter stretch.")
+        at = 64
+        while at + self.RECORD.size <= end:
+            ns, pid, tid, fd, kind, count, keep, first = self.RECORD.unpack_from(data, at)
+            if ns == 0:  # reserved but not yet written when the file was read
+                break
+            body = data[at + self.RECORD.size:at + self.RECORD.size + keep] if keep else b""
+            self.records.append((ns, pid, fd, kind, count, first, body))
+            at += (self.RECORD.size + keep + 7) & ~7
+        self.records.sort(key=lambda r: r[0])
+
+    def of(self, pid, kind):
+        return [r for r in self.records if r[1] == pid and r[3] == kind]
+
+    def capture_to_socket(self, pid, since_ns, until_ns):
+        """Each /listen message's latency (ns): from the read of the infile that completed its
+        80 ms of audio to the send() of its frame. Streaming opens the microphone once, so
+        the k-th binary frame holds bytes k·2560 up to (k+1)·2560 of the last infile open."""
+        opens = self.of(pid, self.OPEN_INFILE)
+        if not opens:
+            return []
+        opened = opens[-1][0]
+        done, total = [], 0
+        for r in self.of(pid, self.READ_INFILE):
+            if r[0] >= opened:
+                total += r[4]
+                done.append((total, r[0]))
+        sends = [r[0] for r in self.of(pid, self.SEND)
+                 if r[0] >= opened and r[5] == WS_BINARY and r[4] == BLOCK_BYTES + 8]
+        latencies, at = [], 0
+        for k, sent in enumerate(sends):
+            need = (k + 1) * BLOCK_BYTES
+            while at < len(done) and done[at][0] < need:
+                at += 1
+            if at == len(done):
+                break
+            if since_ns <= sent <= until_ns:
+                latencies.append(sent - done[at][1])
+        return latencies
+
+    def first_send_after(self, pid, ns, first_byte):
+        for r in self.of(pid, self.SEND):
+            if r[0] >= ns and r[5] == first_byte:
+                return r[0]
+        return None
+
+    def binary_messages_in(self, pid):
+        """When each binary message from the server (a reply's WAV) had its last byte
+        received: the WebSocket frames are rebuilt from the recv()s' bytes, per socket."""
+        done = []
+        by_fd = {}
+        for r in self.of(pid, self.RECV):
+            by_fd.setdefault(r[2], []).append(r)
+        for records in by_fd.values():
+            stream, stamps = bytearray(), []  # stamps: (offset where a recv's bytes end, when)
+            for r in records:
+                stream += r[6]
+                stamps.append((len(stream), r[0]))
+            at = stream.find(b"\r\n\r\n")  # after the handshake's answer
+            if at < 0:
+                continue
+            at += 4
+            opcode_of_message = None
+            while at + 2 <= len(stream):
+                b0, b1 = stream[at], stream[at + 1]
+                size, head = b1 & 0x7F, 2
+                if size == 126:
+                    size, head = struct.unpack_from(">H", stream, at + 2)[0], 4
+                elif size == 127:
+                    size, head = struct.unpack_from(">Q", stream, at + 2)[0], 10
+                if b1 & 0x80:
+                    head += 4
+                end = at + head + size
+                if end > len(stream):
+                    break
+                opcode = b0 & 0x0F
+                if opcode in (1, 2):
+                    opcode_of_message = opcode
+                if b0 & 0x80 and opcode in (0, 2) and opcode_of_message == 2:
+                    when = next(t for offset, t in stamps if offset >= end)
+                    done.append(when)
+                at = end
+        return sorted(done)
+
+
+# ------------------------------------------------------------------ wyoming's peer
 
 class WyomingPeer:
     """The least a Wyoming peer (Home Assistant's part) does: connects to the satellite,
@@ -210,15 +464,15 @@ class WyomingPeer:
         self.sock = None
         self.thread = None
 
-    def start(self, satellite):
-        until = time.monotonic() + 15
+    def start(self, satellite, timeout=15):
+        until = time.monotonic() + timeout
         while True:
             try:
                 self.sock = socket.create_connection(("127.0.0.1", self.port), timeout=1)
                 break
             except OSError:
                 if time.monotonic() > until or satellite.poll() is not None:
-                    raise BenchError("wyoming-satellite did not listen within 15 s.")
+                    raise BenchError(f"wyoming-satellite did not listen within {timeout} s.")
                 time.sleep(0.1)
         self.sock.settimeout(None)
         self.send("run-satellite")
@@ -263,10 +517,13 @@ class Bench:
         self.tmp = tempfile.mkdtemp(prefix="parlour-bench.")
         self.procs = Processes()
         self.deadline = time.monotonic() + args.time_limit
+        self.notes = []  # what a reader of the report should know about this run
+        self.callgrind_top = []
 
     def check_time(self, what):
         if time.monotonic() > self.deadline:
-            raise BenchError(f"Over the time limit ({self.args.time_limit} s) before {what}; raise --time-limit or lower --runs.")
+            raise BenchError(f"Over the time limit ({self.args.time_limit:g} s) before {what}; "
+                             "raise --time-limit or ask for fewer runs.")
 
     def path(self, name):
         return os.path.join(self.tmp, name)
@@ -278,25 +535,35 @@ class Bench:
         else:
             print(f"Kept {self.tmp}", file=sys.stderr)
 
+    def speech(self, text, name, lead, trail, rate=None):
+        """`text` spoken by espeak-ng as raw 16 kHz mono S16_LE, with `lead` and `trail` s of quiet."""
+        run(["espeak-ng"] + (["-s", str(rate)] if rate else []) + ["-w", self.path(f"{name}.wav"), text])
+        run(["sox", self.path(f"{name}.wav"), "-r", "16000", "-c", "1", "-b", "16", "-e", "signed", "-t", "raw",
+             self.path(f"{name}.raw"), "pad", str(lead), str(trail)])
+        with open(self.path(f"{name}.raw"), "rb") as f:
+            return f.read()
+
     def prepare(self):
         run(["cc", "-O2", "-shared", "-fPIC", "-DPIC", "-o", self.path("libasound_module_pcm_paced.so"),
              os.path.join(ROOT, "Tests/Fixtures/alsa_paced.c"), "-lasound"])
-        # One microphone file serves both turns: a question and 2 s of quiet, again and
-        # again. A plain listen ends on the first quiet; a held one hears them all. The
-        # file plugin reopens it each time the microphone opens, so each turn starts at
-        # the top; it is made longer than the held capture so it never runs dry.
-        run(["espeak-ng", "-w", self.path("q.wav"), QUESTION])
-        run(["sox", self.path("q.wav"), "-r", "16000", "-c", "1", "-b", "16", "-e", "signed", "-t", "raw",
-             self.path("turn.raw"), "pad", "0.5", "2"])
-        turn = open(self.path("turn.raw"), "rb").read()
-        seconds = len(turn) / 32000
-        repeats = int((max(self.args.capture_seconds, self.args.stream_seconds) + 15) / seconds) + 1
+        run(["cc", "-O2", "-shared", "-fPIC", "-o", self.path("preload.so"),
+             os.path.join(ROOT, "scripts/bench-preload.c"), "-ldl"])
+        # One microphone file serves the record turns and the stream: a question and 2 s of
+        # quiet, again and again. A plain listen ends on the first quiet; a held one hears
+        # them all. The file plugin reopens it each time the microphone opens, so each turn
+        # starts at the top; it is made longer than the longest capture so it never runs dry.
+        turn = self.speech(QUESTION, "q", 0.5, 2)
+        repeats = int((max(self.args.capture_seconds, self.args.stream_seconds, self.args.callgrind_seconds) + 60)
+                      / (len(turn) / 32000)) + 1
         with open(self.path("mic.raw"), "wb") as f:
             f.write(turn * repeats)
+        # The round trips' microphone: a short question, then quiet for the endpointer.
+        self.speech(TRIP_QUESTION, "trip", 0.1, 2, rate=220)
         with open(self.path("asound.conf"), "w") as f:
             f.write(f"""pcm_type.paced {{ lib "{self.path('libasound_module_pcm_paced.so')}" }}
 pcm.clock {{ type paced }}
 pcm.benchmic {{ type file slave.pcm "clock" file "/dev/null" infile "{self.path('mic.raw')}" format "raw" }}
+pcm.benchtripmic {{ type file slave.pcm "clock" file "/dev/null" infile "{self.path('trip.raw')}" format "raw" }}
 pcm.benchspeaker_file {{ type file slave.pcm "clock" file "{self.path('played.raw')}" format "raw" }}
 pcm.benchspeaker {{ type plug slave {{ pcm "benchspeaker_file" format S16_LE rate 16000 channels 1 }} }}
 """)
@@ -317,52 +584,73 @@ pcm.benchspeaker {{ type plug slave {{ pcm "benchspeaker_file" format S16_LE rat
             time.sleep(0.05)
 
     def server_log(self):
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/_test/log", timeout=5) as answer:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/_test/log", timeout=10) as answer:
             return json.load(answer)
 
-    def daemon_env(self, d, transport):
-        """Makes the daemon's folder `d` (config with `transport`'s keys, state, token) and
-        returns the environment that points it there, without the systemd variables."""
+    def knobs(self, **patch):
+        post = urllib.request.Request(f"http://127.0.0.1:{self.port}/_test/knobs", method="POST",
+                                      data=json.dumps(patch).encode())
+        urllib.request.urlopen(post, timeout=5).close()
+
+    def daemon_env(self, d, settings, microphone="benchmic", trace=None):
+        """Makes the daemon's folder `d` (config with `settings`, state, token) and returns the
+        environment that points it there, without the systemd variables. `trace`: the
+        infile whose reads the preloaded tracer records, into `d`/trace.bin."""
         os.makedirs(os.path.join(d, "state"))
         with open(os.path.join(d, "state", "token"), "w") as f:
             f.write(self.token + "\n")
         os.chmod(os.path.join(d, "state", "token"), 0o600)
+        audio = {"input": microphone, "output": "benchspeaker", "maxUtteranceMs": 120000}
+        audio.update(settings.pop("audio", {}))
         with open(os.path.join(d, "satellite.json"), "w") as f:
-            json.dump({"name": "bench", "room": "kitchen", **transport,
-                       "server": {"url": f"http://127.0.0.1:{self.port}"},
-                       "audio": {"input": "benchmic", "output": "benchspeaker",
-                                 "maxUtteranceMs": 120000}}, f)
+            json.dump({"name": "bench", "room": "kitchen", **settings,
+                       "server": {"url": f"http://127.0.0.1:{self.port}"}, "audio": audio}, f)
         env = {k: v for k, v in os.environ.items()
                if k not in ("PARLOUR_TOKEN", "JOURNAL_STREAM", "WATCHDOG_USEC", "WATCHDOG_PID",
-                            "STATE_DIRECTORY", "RUNTIME_DIRECTORY", "CREDENTIALS_DIRECTORY")}
+                            "STATE_DIRECTORY", "RUNTIME_DIRECTORY", "CREDENTIALS_DIRECTORY", "LD_PRELOAD")}
         env.update(self.alsa_env(),
                    PARLOUR_SATELLITE_CONFIG=os.path.join(d, "satellite.json"),
                    PARLOUR_SATELLITE_STATE=os.path.join(d, "state"),
                    PARLOUR_SATELLITE_SOCKET=os.path.join(d, "control.sock"),
                    NOTIFY_SOCKET=os.path.join(d, "notify.sock"))
+        if trace:
+            env.update(LD_PRELOAD=self.path("preload.so"), PARLOUR_TRACE_FILE=os.path.join(d, "trace.bin"),
+                       PARLOUR_TRACE_INFILE=self.path(trace))
         return env
 
     def alsa_env(self):
         return {"ALSA_CONFIG_PATH": f"/usr/share/alsa/alsa.conf:{self.path('asound.conf')}"}
 
-    # -------------------------------------------------------------- one run
+    def start_daemon(self, d, env, prefix=()):
+        """Starts the daemon with its stderr in `d`/daemon.log and a bound notify socket;
+        returns (process, notify socket, when the fork began in ns)."""
+        notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        notify.bind(env["NOTIFY_SOCKET"])
+        started = time.monotonic_ns()
+        with open(os.path.join(d, "daemon.log"), "w") as stderr:
+            daemon = self.procs.start(list(prefix) + [os.path.join(self.bin, "parlour-satellite")], env=env,
+                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
+        return daemon, notify, started
+
+    def stop_others(self):
+        """Stops everything but the test server."""
+        for process in list(self.procs.running):
+            if process is not self.server:
+                self.procs.stop(process, group=getattr(process, "group", False))
+
+    # -------------------------------------------------------------- record runs
 
     def run_once(self, number):
         d = self.path(f"run{number}")
         env = self.daemon_env(d, {"transport": "record"})
-        notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        notify.bind(env["NOTIFY_SOCKET"])
         stderr_path = os.path.join(d, "daemon.log")
+        # Start to READY=1: the clock is read just before the fork and exec.
+        daemon, notify, started = self.start_daemon(d, env)
         try:
-            # 4. Start to READY=1: the clock is read just before the fork and exec.
-            started = time.monotonic_ns()
-            with open(stderr_path, "w") as stderr:
-                daemon = self.procs.start([os.path.join(self.bin, "parlour-satellite")], env=env,
-                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
             ready = self.await_notify(notify, daemon, "READY=1", 10)
             FIG["ready_ms"].samples.append((ready - started) / 1e6)
 
-            # 1. Idle: nothing asked of it for a while after READY.
+            # Idle: nothing asked of it for a while after READY.
             threads = ThreadTimes(daemon.pid)
             threads.watch(self.args.idle_seconds)
             FIG["idle_cpu_s_per_min"].samples.append(threads.seconds() / self.args.idle_seconds * 60)
@@ -372,7 +660,7 @@ pcm.benchspeaker {{ type plug slave {{ pcm "benchspeaker_file" format S16_LE rat
             FIG["idle_anon_mb"].samples.append(mb(idle["RssAnon"]))
             FIG["idle_file_mb"].samples.append(mb(idle["RssFile"] + idle["RssShmem"]))
 
-            # 1 and 3. A plain round trip: question, answer, answer played.
+            # A plain round trip: question, answer, answer played.
             self.check_time("a round trip")
             began = time.monotonic()
             ctl = self.procs.start([os.path.join(self.bin, "parlourctl"), "--json", "listen"], env=env,
@@ -390,30 +678,25 @@ pcm.benchspeaker {{ type plug slave {{ pcm "benchspeaker_file" format S16_LE rat
             FIG["trip_rss_max_mb"].samples.append(mb(max(highest, after["VmRSS"])))
             self.latencies(stderr_path, 1)
 
-            # 2. CPU while a held listen captures, from the moment the daemon says it listens.
-            self.check_time("a held capture")
-            self.drain(notify)
-            hold = self.procs.start([os.path.join(self.bin, "parlourctl"), "--json", "listen", "--hold"], env=env,
-                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            self.await_notify(notify, daemon, "STATUS=Listening", 10)
-            ticks0, threads, t0 = cpu_seconds(daemon.pid), ThreadTimes(daemon.pid), time.monotonic()
-            threads.watch(self.args.capture_seconds)
-            ticks1, t1 = cpu_seconds(daemon.pid), time.monotonic()
-            hold.stdin.close()
-            per_min = 60 / (t1 - t0)
-            FIG["cpu_ticks_s_per_min"].samples.append((ticks1 - ticks0) * per_min)
-            FIG["cpu_s_per_min"].samples.append(threads.seconds() * per_min)
-            FIG["cpu_percent"].samples.append(threads.seconds() / (t1 - t0) * 100)
-            try:
-                hold.wait(60)
-            except subprocess.TimeoutExpired:
-                raise BenchError("The held listen did not end within 60 s of its standard input closing.")
-            self.expect_completed(hold, "listen --hold")
-            self.latencies(stderr_path, 2)
+            # CPU while a held listen captures, from the moment the daemon says it listens.
+            if self.args.capture_seconds > 0:
+                self.check_time("a held capture")
+                self.drain(notify)
+                hold = self.procs.start([os.path.join(self.bin, "parlourctl"), "--json", "listen", "--hold"], env=env,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                self.await_notify(notify, daemon, "STATUS=Listening", 10)
+                threads = ThreadTimes(daemon.pid)
+                threads.watch(self.args.capture_seconds)
+                FIG["cpu_s_per_min"].samples.append(threads.seconds() * 60 / self.args.capture_seconds)
+                hold.stdin.close()
+                try:
+                    hold.wait(60)
+                except subprocess.TimeoutExpired:
+                    raise BenchError("The held listen did not end within 60 s of its standard input closing.")
+                self.expect_completed(hold, "listen --hold")
+                self.latencies(stderr_path, 2)
         finally:
-            for process in list(self.procs.running):
-                if process is not self.server:
-                    self.procs.stop(process)
+            self.stop_others()
             notify.close()
 
     # -------------------------------------------------------------- stream
@@ -423,96 +706,240 @@ pcm.benchspeaker {{ type plug slave {{ pcm "benchspeaker_file" format S16_LE rat
         return sum(e.get("bytes", 0) for e in self.server_log()["socket"]
                    if e.get("dir") == "in" and e.get("kind") == "binary")
 
-    def stream_once(self):
-        """The daemon streaming the room to /listen (transport stream, wake server) for
-        --stream-seconds. The server's wake word is off ("never"), so no turn starts and
-        what is measured is streaming alone, as wyoming-satellite's run below."""
-        self.check_time("the stream measurement")
-        post = urllib.request.Request(f"http://127.0.0.1:{self.port}/_test/knobs", method="POST",
-                                      data=json.dumps({"wake": "never"}).encode())
-        urllib.request.urlopen(post, timeout=5).close()
-        d = self.path("stream")
-        env = self.daemon_env(d, {"transport": "stream", "wake": "server"})
-        notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        notify.bind(env["NOTIFY_SOCKET"])
-        try:
-            with open(os.path.join(d, "daemon.log"), "w") as stderr:
-                daemon = self.procs.start([os.path.join(self.bin, "parlour-satellite")], env=env,
-                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
-            self.await_notify(notify, daemon, "READY=1", 10)
-            until = time.monotonic() + 10
-            while self.received_binary() == 0:
-                if time.monotonic() > until or daemon.poll() is not None:
-                    raise BenchError("The daemon in transport stream sent no audio to /listen within 10 s.")
-                time.sleep(0.1)
-            time.sleep(1)  # past the socket's start
-            bytes0, ticks0 = self.received_binary(), cpu_seconds(daemon.pid)
-            threads, t0 = ThreadTimes(daemon.pid), time.monotonic()
-            threads.watch(self.args.stream_seconds)
-            t1 = time.monotonic()
-            bytes1, ticks1 = self.received_binary(), cpu_seconds(daemon.pid)
-            per_min = 60 / (t1 - t0)
-            FIG["stream_cpu_ticks_s_per_min"].samples.append((ticks1 - ticks0) * per_min)
-            FIG["stream_cpu_s_per_min"].samples.append(threads.seconds() * per_min)
-            FIG["stream_hwm_mb"].samples.append(mb(proc_status(daemon.pid)["VmHWM"]))
-            FIG["stream_bytes_per_s"].samples.append((bytes1 - bytes0) / (t1 - t0))
-        finally:
-            for process in list(self.procs.running):
-                if process is not self.server:
-                    self.procs.stop(process)
-            notify.close()
+    def start_stream_daemon(self, d, prefix=(), trace=True):
+        """The daemon streaming the room to /listen (transport stream, wake server); returns
+        once audio arrives. The server's wake word is off ("never"), so no turn starts and
+        what is measured is streaming alone, as wyoming-satellite's run beside it."""
+        env = self.daemon_env(d, {"transport": "stream", "wake": "server"}, trace="mic.raw" if trace else None)
+        if prefix:
+            env["LD_PRELOAD"] = self.path("preload.so")  # valgrind needs its sigsuspend fix
+        daemon, notify, _ = self.start_daemon(d, env, prefix)
+        notify.close()
+        return daemon
 
-    def wyoming_once(self):
+    def await_streaming(self, daemon, since, timeout):
+        until = time.monotonic() + timeout
+        while self.received_binary() <= since:
+            if time.monotonic() > until or daemon.poll() is not None:
+                raise BenchError(f"The daemon in transport stream sent no audio to /listen within {timeout} s.")
+            time.sleep(0.2)
+
+    def start_wyoming(self, prefix=()):
         """wyoming-satellite in its lightest mode (always streaming: no wake word, no VAD),
-        its microphone arecord on the same ALSA device, streaming to WyomingPeer."""
-        self.check_time("the wyoming-satellite measurement")
+        its microphone arecord on the same ALSA device, in a session of its own so that
+        it and its arecord end together; returns (process, its peer)."""
         python = os.path.join(ROOT, ".build", "bench-venv", "bin", "python")
         with socket.socket() as probe:  # a free loopback port for the satellite to listen on
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
         env = dict(os.environ, **self.alsa_env())
-        with open(self.path("wyoming.log"), "w") as log:
+        env.pop("LD_PRELOAD", None)
+        if prefix:
+            env["LD_PRELOAD"] = self.path("preload.so")
+        log = self.path(f"wyoming{len(self.procs.running)}.log")
+        with open(log, "w") as out:
             satellite = self.procs.start(
-                [python, "-m", "wyoming_satellite", "--name", "bench", "--uri", f"tcp://127.0.0.1:{port}",
-                 "--no-zeroconf",
-                 "--mic-command", "arecord -q -D benchmic -r 16000 -c 1 -f S16_LE -t raw",
-                 "--snd-command", "aplay -q -D null -r 22050 -c 1 -f S16_LE -t raw"],
-                env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
-        peer = WyomingPeer(port)
+                list(prefix) + [python, "-m", "wyoming_satellite", "--name", "bench", "--uri", f"tcp://127.0.0.1:{port}",
+                                "--no-zeroconf",
+                                "--mic-command", "arecord -q -D benchmic -r 16000 -c 1 -f S16_LE -t raw",
+                                "--snd-command", "aplay -q -D null -r 22050 -c 1 -f S16_LE -t raw"],
+                env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
+        satellite.group = True
+        satellite.log = log
+        return satellite, WyomingPeer(port)
+
+    def await_wyoming(self, satellite, peer, timeout):
+        peer.start(satellite, timeout)
+        until = time.monotonic() + timeout
+        while peer.payload_bytes == 0:
+            if time.monotonic() > until or satellite.poll() is not None:
+                raise BenchError(f"wyoming-satellite streamed no audio within {timeout} s; see {satellite.log} (--keep).")
+            time.sleep(0.1)
+        pids = [satellite.pid] + children(satellite.pid)
+        if len(pids) < 2:
+            raise BenchError("wyoming-satellite has no arecord child while it streams.")
+        return pids
+
+    def stream_once(self, number):
+        """Ours and wyoming-satellite streaming the same microphone at the same time, so that
+        both see the same machine; --stream-seconds of each, measured over the same window."""
+        self.check_time("a stream run")
+        self.knobs(wake="never")
+        d = self.path(f"stream{number}")
+        os.makedirs(d)
+        since = self.received_binary()
+        daemon = self.start_stream_daemon(d)
+        wyoming = None
         try:
-            peer.start(satellite)
-            until = time.monotonic() + 15
-            while peer.payload_bytes == 0:
-                if time.monotonic() > until or satellite.poll() is not None:
-                    raise BenchError(f"wyoming-satellite streamed no audio within 15 s; see {self.path('wyoming.log')} (--keep).")
-                time.sleep(0.1)
-            time.sleep(1)
-            pids = [satellite.pid] + children(satellite.pid)
-            if len(pids) < 2:
-                raise BenchError("wyoming-satellite has no arecord child while it streams.")
-            bytes0, ticks0 = peer.payload_bytes, sum(cpu_seconds(p) for p in pids)
-            times, t0 = [ThreadTimes(p) for p in pids], time.monotonic()
-            until = t0 + self.args.stream_seconds
-            while (left := until - time.monotonic()) > 0:
-                time.sleep(min(0.1, left))
-                for t in times:
-                    t.sample()
-            t1 = time.monotonic()
-            bytes1, ticks1 = peer.payload_bytes, sum(cpu_seconds(p) for p in pids)
-            per_min = 60 / (t1 - t0)
-            FIG["wyoming_cpu_ticks_s_per_min"].samples.append((ticks1 - ticks0) * per_min)
-            FIG["wyoming_cpu_s_per_min"].samples.append(sum(t.seconds() for t in times) * per_min)
-            FIG["wyoming_hwm_mb"].samples.append(mb(sum(proc_status(p)["VmHWM"] for p in pids)))
-            FIG["wyoming_bytes_per_s"].samples.append((bytes1 - bytes0) / (t1 - t0))
+            if self.args.wyoming:
+                satellite, wyoming = self.start_wyoming()
+            self.await_streaming(daemon, since, 15)
+            pids = self.await_wyoming(satellite, wyoming, 20) if wyoming else []
+            time.sleep(2)  # past the sockets' start
+            bytes0 = self.received_binary()
+            theirs0 = wyoming.payload_bytes if wyoming else 0
+            ours = Window([daemon.pid])
+            theirs = Window(pids) if pids else None
+            t0 = time.monotonic_ns()
+            watch_windows([ours] + ([theirs] if theirs else []), self.args.stream_seconds)
+            t1 = time.monotonic_ns()
+            FIG["stream_cpu_s_per_min"].samples.append(ours.cpu_per_min())
+            FIG["stream_cpu_ticks_s_per_min"].samples.append(ours.ticks_per_min())
+            FIG["stream_wakeups_per_s"].samples.append(ours.runs_per_s())
+            # Read before the daemon stops: the names are in /proc only while it runs.
+            by_name = ours.threads[0].seconds_by_name()
+            capture, websocket = by_name.pop("alsa-capture", 0), by_name.pop("websocket", 0)
+            for key, value in (("stream_cpu_capture", capture), ("stream_cpu_websocket", websocket),
+                               ("stream_cpu_rest", sum(by_name.values()))):
+                FIG[key].samples.append(value * 60 / ours.length)
+            FIG["stream_hwm_mb"].samples.append(mb(ours.hwm))
+            FIG["stream_rss_mb"].samples.append(mb(ours.steady_rss()))
+            FIG["stream_pss_mb"].samples.append(mb(ours.pss))
+            FIG["stream_bytes_per_s"].samples.append((self.received_binary() - bytes0) / ours.length)
+            if theirs:
+                FIG["wyoming_cpu_s_per_min"].samples.append(theirs.cpu_per_min())
+                FIG["wyoming_cpu_ticks_s_per_min"].samples.append(theirs.ticks_per_min())
+                FIG["wyoming_wakeups_per_s"].samples.append(theirs.runs_per_s())
+                FIG["wyoming_hwm_mb"].samples.append(mb(theirs.hwm))
+                FIG["wyoming_rss_mb"].samples.append(mb(theirs.steady_rss()))
+                FIG["wyoming_bytes_per_s"].samples.append((wyoming.payload_bytes - theirs0) / theirs.length)
+                FIG["ratio_cpu"].samples.append(ours.cpu_per_min() / theirs.cpu_per_min())
+                FIG["ratio_rss"].samples.append(ours.steady_rss() / theirs.steady_rss())
         finally:
-            peer.stop()
-            if satellite.poll() is None:  # its arecord is in its session: end them together
-                os.killpg(satellite.pid, signal.SIGTERM)
-            self.procs.stop(satellite)
-        ours, theirs = FIG["stream_cpu_s_per_min"].samples, FIG["wyoming_cpu_s_per_min"].samples
-        if ours and theirs:
-            FIG["ratio_cpu"].samples.append(ours[-1] / theirs[-1])
-            FIG["ratio_rss"].samples.append(FIG["stream_hwm_mb"].samples[-1] / FIG["wyoming_hwm_mb"].samples[-1])
+            if wyoming:
+                wyoming.stop()
+            self.stop_others()
+        latencies = Trace(os.path.join(d, "trace.bin")).capture_to_socket(daemon.pid, t0, t1)
+        if not latencies:
+            self.notes.append(f"Stream run {number}: the tracer saw no message to time (see {d}, --keep).")
+        FIG["capture_to_socket_ms"].samples.extend(ns / 1e6 for ns in latencies)
+
+    # -------------------------------------------------------------- round trips
+
+    def trips(self):
+        """--trips push turns in a row on one daemon (stream transport, wake push): each
+        `parlourctl listen` hears a short question, the satellite's endpointer ends it, the
+        server answers over the socket and the answer plays. RSS and descriptors after the
+        first and the last; each turn's `end` and reply timed by the tracer."""
+        self.check_time("the round trips")
+        self.knobs(**TRIP_REPLY)
+        d = self.path("trips")
+        env = self.daemon_env(d, {"transport": "stream", "wake": "push", "audio": {"silenceMs": 400}},
+                              microphone="benchtripmic", trace="trip.raw")
+        daemon, notify, _ = self.start_daemon(d, env)
+        try:
+            self.await_notify(notify, daemon, "READY=1", 10)
+            self.await_log(os.path.join(d, "daemon.log"), "Connected to the server's /listen.", daemon, 15)
+            for number in range(1, self.args.trips + 1):
+                if number % 10 == 0:
+                    self.check_time(f"round trip {number}")
+                began = time.monotonic()
+                ctl = self.procs.start([os.path.join(self.bin, "parlourctl"), "--json", "listen"], env=env,
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                try:
+                    ctl.wait(30)
+                except subprocess.TimeoutExpired:
+                    raise BenchError(f"Round trip {number} took over 30 s.")
+                FIG["trips_wall_s"].samples.append(time.monotonic() - began)
+                self.expect_completed(ctl, f"listen (round trip {number})")
+                if number == 1:
+                    first = proc_status(daemon.pid)
+                    fds = open_fds(daemon.pid)
+                    FIG["trips_rss_first_mb"].samples.append(mb(first["VmRSS"]))
+            last = proc_status(daemon.pid)
+            FIG["trips_rss_mb"].samples.append(mb(last["VmRSS"]))
+            FIG["trips_hwm_mb"].samples.append(mb(last["VmHWM"]))
+            FIG["trips_fds_growth"].samples.append(open_fds(daemon.pid) - fds)
+            pid = daemon.pid
+        finally:
+            self.stop_others()
+            notify.close()
+        trace = Trace(os.path.join(d, "trace.bin"))
+        log = open(os.path.join(d, "daemon.log")).read()
+        decided = [int(n) for n in re.findall(r"^debug: End of speech decided\..*\bmonotonic_ns=(\d+)", log, re.M)]
+        for ns in decided:
+            sent = trace.first_send_after(pid, ns, WS_TEXT)
+            if sent is not None:
+                FIG["end_to_end_sent_ms"].samples.append((sent - ns) / 1e6)
+        if not decided:
+            self.notes.append("The daemon says nothing when its endpointer ends a push turn (an older build?), "
+                              "so `end` could not be timed.")
+        played = [int(n) for n in re.findall(r"^debug: First frame handed to ALSA\..*\bmonotonic_ns=(\d+)", log, re.M)]
+        for wav in trace.binary_messages_in(pid):
+            first = next((ns for ns in played if ns >= wav), None)
+            if first is not None:
+                FIG["stream_answer_to_alsa_ms"].samples.append((first - wav) / 1e6)
+        self.knobs(**REPLY)
+
+    # -------------------------------------------------------------- callgrind
+
+    def callgrind_once(self, number):
+        """Ours (and wyoming-satellite with arecord, at the same time) streaming under
+        callgrind: counters zeroed once audio flows, dumped --callgrind-seconds later.
+        Instructions do not depend on what else the machine is doing."""
+        self.check_time("a callgrind run")
+        self.knobs(wake="never")
+        d = self.path(f"callgrind{number}")
+        os.makedirs(d)
+        valgrind = ["valgrind", "--tool=callgrind", "--trace-children=yes",
+                    f"--callgrind-out-file={d}/callgrind.%p"]
+        since = self.received_binary()
+        daemon = self.start_stream_daemon(d, prefix=valgrind, trace=False)
+        wyoming = None
+        try:
+            if self.args.wyoming:
+                satellite, wyoming = self.start_wyoming(prefix=valgrind)
+            # Under valgrind the Swift runtime starts in tens of seconds on a busy machine.
+            self.await_streaming(daemon, since, 120)
+            theirs = self.await_wyoming(satellite, wyoming, 180) if wyoming else []
+            time.sleep(3)
+            ours = [daemon.pid]
+            for pid in ours + theirs:
+                run(["callgrind_control", "-z", str(pid)])
+            bytes0, theirs0, t0 = self.received_binary(), wyoming.payload_bytes if wyoming else 0, time.monotonic()
+            time.sleep(self.args.callgrind_seconds)
+            for pid in ours + theirs:
+                run(["callgrind_control", "-d", str(pid)])
+            ours_audio = (self.received_binary() - bytes0) / 32000
+            theirs_audio = (wyoming.payload_bytes - theirs0) / 32000 if wyoming else 0
+            wall = time.monotonic() - t0
+        finally:
+            if wyoming:
+                wyoming.stop()
+            self.stop_others()
+        for name, audio in (("ours", ours_audio), ("theirs", theirs_audio)):
+            if audio and audio < 0.9 * wall:
+                self.notes.append(f"Callgrind run {number}: {name} streamed {audio:.1f} s of audio in {wall:.1f} s: "
+                                  "under valgrind it fell behind the microphone.")
+        mine = self.callgrind_total(d, ours)
+        FIG["cg_instr_per_s"].samples.append(mine / ours_audio / 1e6)
+        if theirs:
+            other = self.callgrind_total(d, theirs)
+            FIG["cg_wyoming_instr_per_s"].samples.append(other / theirs_audio / 1e6)
+            FIG["cg_ratio"].samples.append((mine / ours_audio) / (other / theirs_audio))
+        if number == 1:
+            self.callgrind_top = self.callgrind_functions(d, ours[0], ours_audio)
+
+    @staticmethod
+    def callgrind_dump(d, pid):
+        dumps = sorted(f for f in os.listdir(d) if f.startswith(f"callgrind.{pid}.") and not f.endswith(".0"))
+        if not dumps:
+            raise BenchError(f"callgrind left no dump for process {pid} in {d}.")
+        return os.path.join(d, dumps[-1])
+
+    def callgrind_total(self, d, pids):
+        total = 0
+        for pid in pids:
+            with open(self.callgrind_dump(d, pid)) as f:
+                total += next(int(line.split()[1]) for line in f if line.startswith("summary:"))
+        return total
+
+    def callgrind_functions(self, d, pid, audio_seconds, count=8):
+        """The functions that cost the most instructions themselves, per second of audio."""
+        costs = callgrind_self_costs(self.callgrind_dump(d, pid))
+        return [(name, where, ir / audio_seconds) for (name, where), ir in costs.most_common(count)]
+
+    # -------------------------------------------------------------- helpers
 
     def await_notify(self, notify, daemon, prefix, timeout):
         """Waits for a notify datagram with a line starting `prefix`; returns when it came (ns)."""
@@ -527,6 +954,14 @@ pcm.benchspeaker {{ type plug slave {{ pcm "benchspeaker_file" format S16_LE rat
                 message = notify.recv(4096).decode(errors="replace")
                 if any(line.startswith(prefix) for line in message.splitlines()):
                     return time.monotonic_ns()
+
+    @staticmethod
+    def await_log(path, text, daemon, timeout):
+        until = time.monotonic() + timeout
+        while text not in open(path).read():
+            if time.monotonic() > until or daemon.poll() is not None:
+                raise BenchError(f"The daemon did not say \"{text}\" within {timeout} s; see {path} (--keep).")
+            time.sleep(0.1)
 
     @staticmethod
     def drain(notify):
@@ -572,6 +1007,48 @@ pcm.benchspeaker {{ type plug slave {{ pcm "benchspeaker_file" format S16_LE rat
                 FIG["voice_bytes_per_s"].samples.append(entry["bodyBytes"] / (entry["audioMs"] / 1000))
 
 
+def callgrind_self_costs(path):
+    """Instructions each function spent itself (not in what it called), from a callgrind
+    dump: cost lines after `fn=` count for it; the line after `calls=` is the callee's
+    inclusive cost and does not. Names are compressed as `(id) name` the first time."""
+    from collections import Counter
+    names, objects, costs = {}, {}, Counter()
+    function = obj = None
+    skip = False
+    with open(path, errors="replace") as f:
+        for line in f:
+            if skip:
+                skip = False
+                continue
+            if line[:1].isdigit() or line[:1] in "+-*":
+                if function is not None:
+                    parts = line.split()
+                    if len(parts) >= 2:
+                        costs[function] += int(parts[1])
+                continue
+            key, _, value = line.rstrip("\n").partition("=")
+            match = re.match(r"\((\d+)\)(?: (.*))?$", value)
+            if key in ("ob", "cob") and match:
+                if match.group(2):
+                    objects[match.group(1)] = match.group(2)
+                if key == "ob":
+                    obj = match.group(1)
+            elif key in ("fn", "cfn") and match:
+                if match.group(2):
+                    names.setdefault(match.group(1), (match.group(2), objects.get(obj, "") if key == "fn" else None))
+                if key == "fn":
+                    function = match.group(1)
+                    if names[function][1] is None:
+                        names[function] = (names[function][0], objects.get(obj, ""))
+            elif key == "calls":
+                skip = True
+    total = Counter()
+    for id_, ir in costs.items():
+        name, where = names.get(id_, (id_, ""))
+        total[(name, os.path.basename(where or ""))] += ir
+    return total
+
+
 # ------------------------------------------------------------------ the report
 
 def machine():
@@ -587,25 +1064,82 @@ def machine():
         swift = subprocess.run(["swift", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     except (OSError, IndexError):
         swift = "unknown"
-    load = open("/proc/loadavg").read().split()[:3]
     return [("CPU", model), ("Cores", str(cores)), ("Memory", f"{total / 1024 / 1024:.1f} GiB"),
-            ("Kernel", platform.release()), ("Swift", swift), ("Load average at start", " ".join(load))]
+            ("Kernel", platform.release()), ("Swift", swift), ("Load average at start", load_average())]
 
 
-def report(args, host, elapsed):
+def load_average():
+    return " ".join(open("/proc/loadavg").read().split()[:3])
+
+
+def summary(f):
+    """(median, low, high, how the spread was taken) of a figure's samples."""
+    values = f.samples
+    if f.spread == "p5–p95" and len(values) >= 20:
+        return statistics.median(values), percentile(values, 5), percentile(values, 95), "p5–p95"
+    return statistics.median(values), min(values), max(values), "min–max"
+
+
+def aims():
+    """Each aim of issue 8 against the figures: (aim, what was measured, verdict)."""
+    rows = []
+
+    def median(key):
+        f = FIG[key]
+        return statistics.median(f.samples) if f.samples else None
+
+    def judge(aim, measured, ok, unit=""):
+        if measured is None:
+            rows.append((aim, "not measured", "—"))
+        else:
+            rows.append((aim, f"{measured:.3g}{unit}", "met" if ok(measured) else "missed"))
+
+    judge("Steady RSS while streaming under 12 MB (all processes)", median("stream_rss_mb"), lambda v: v * 1.048576 < 12, " MiB")
+    judge("CPU under a third of wyoming-satellite's (schedstat, same run)", median("ratio_cpu"), lambda v: v < 1 / 3, " ×")
+    judge("… the same in instructions (callgrind)", median("cg_ratio"), lambda v: v < 1 / 3, " ×")
+    for key, aim in (("capture_to_socket_ms", "A captured period to the socket: under 5 ms beyond the 80 ms message"),
+                     ("answer_to_alsa_ms", "Reply's last byte to the first frame to ALSA (record): under 5 ms"),
+                     ("stream_answer_to_alsa_ms", "Reply's last byte to the first frame to ALSA (stream): under 5 ms"),
+                     ("end_to_end_sent_ms", "End of speech decided to `end` sent: under 5 ms")):
+        f = FIG[key]
+        if f.samples:
+            p95 = percentile(f.samples, 95)
+            rows.append((aim, f"median {statistics.median(f.samples):.3g} ms, p95 {p95:.3g} ms",
+                         "met" if statistics.median(f.samples) < 5 else "missed"))
+        else:
+            rows.append((aim, "not measured", "—"))
+    judge("READY=1 within 100 ms of start", median("ready_ms"), lambda v: v < 100, " ms")
+    return rows
+
+
+def report(args, host, elapsed, bench):
     lines = [f"Date: {time.strftime('%Y-%m-%d %H:%M %Z')}", f"Command: {args.command}",
-             f"Runs: {args.runs} (a fresh daemon each; held capture {args.capture_seconds:g} s, idle {args.idle_seconds:g} s); "
-             f"stream {args.stream_seconds:g} s each; "
-             f"took {elapsed:.0f} s", ""]
+             f"Runs: {args.runs} record runs (idle {args.idle_seconds:g} s, held capture {args.capture_seconds:g} s); "
+             f"{args.stream_runs} stream runs of {args.stream_seconds:g} s; {args.trips} round trips; "
+             f"{args.callgrind_runs} callgrind runs of {args.callgrind_seconds:g} s; took {elapsed:.0f} s", ""]
     lines += [f"- {name}: {value}" for name, value in host]
-    lines += ["", "| Figure | Median | Spread (min–max) | n |", "| --- | ---: | ---: | ---: |"]
+    lines += [f"- Load average at the end: {load_average()}", ""]
+    lines += ["| Figure | Median | Spread | n |", "| --- | ---: | ---: | ---: |"]
     for f in FIGURES:
+        if f.key is None:
+            lines.append(f"| **{f.title}** | | | |")
+            continue
         if not f.samples:
             lines.append(f"| {f.title} | — | — | 0 |")
             continue
+        middle, low, high, how = summary(f)
         fmt = lambda v: f"{v:.{f.decimals}f}"
-        lines.append(f"| {f.title} | {fmt(statistics.median(f.samples))} {f.unit} | "
-                     f"{fmt(min(f.samples))}–{fmt(max(f.samples))} {f.unit} | {len(f.samples)} |")
+        unit = f" {f.unit}" if f.unit else ""
+        lines.append(f"| {f.title} | {fmt(middle)}{unit} | {fmt(low)}–{fmt(high)}{unit} ({how}) | {len(f.samples)} |")
+    lines += ["", "| Aim | Measured | |", "| --- | --- | --- |"]
+    lines += [f"| {aim} | {measured} | {verdict} |" for aim, measured, verdict in aims()]
+    if bench.callgrind_top:
+        lines += ["", "Where the daemon's instructions go while streaming (callgrind, the function's own cost, first run):", "",
+                  "| Function | Object | Instructions per second of audio |", "| --- | --- | ---: |"]
+        for name, where, per_s in bench.callgrind_top:
+            lines.append(f"| `{name[:90]}` | {where} | {per_s / 1000:.0f} k |")
+    if bench.notes:
+        lines += [""] + [f"Note: {note}" for note in bench.notes]
     return "\n".join(lines)
 
 
@@ -613,13 +1147,17 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--bin", required=True, help="The folder holding parlour-satellite and parlourctl (release build).")
     parser.add_argument("--python", required=True, help="The test venv's python, for the test server.")
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--capture-seconds", type=float, default=15)
-    parser.add_argument("--stream-seconds", type=float, default=60,
-                        help="How long the daemon and wyoming-satellite each stream (0: skip both).")
+    parser.add_argument("--runs", type=int, default=5, help="Record runs: start, idle, a round trip, a held capture.")
+    parser.add_argument("--capture-seconds", type=float, default=10, help="The held capture of each record run (0: none).")
     parser.add_argument("--idle-seconds", type=float, default=5)
-    parser.add_argument("--time-limit", type=float, default=300, help="Give up after this many seconds.")
-    parser.add_argument("--keep", action="store_true", help="Keep the working folder (logs) for a look.")
+    parser.add_argument("--stream-runs", type=int, default=3, help="Stream runs, ours and wyoming-satellite's at once.")
+    parser.add_argument("--stream-seconds", type=float, default=60, help="How long each stream run measures (0: none).")
+    parser.add_argument("--trips", type=int, default=100, help="Round trips in a row on one daemon (0: none).")
+    parser.add_argument("--callgrind-runs", type=int, default=1)
+    parser.add_argument("--callgrind-seconds", type=float, default=20, help="How long callgrind counts (0: no callgrind).")
+    parser.add_argument("--no-wyoming", dest="wyoming", action="store_false", help="Measure ours alone.")
+    parser.add_argument("--time-limit", type=float, default=1500, help="Give up after this many seconds.")
+    parser.add_argument("--keep", action="store_true", help="Keep the working folder (logs, traces, callgrind dumps).")
     parser.add_argument("--command", default="scripts/bench", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -635,15 +1173,22 @@ def main():
     try:
         bench.prepare()
         for number in range(1, args.runs + 1):
-            bench.check_time(f"run {number}")
-            print(f"run {number} of {args.runs}…", file=sys.stderr, flush=True)
+            bench.check_time(f"record run {number}")
+            print(f"record run {number} of {args.runs}…", file=sys.stderr, flush=True)
             bench.run_once(number)
-        bench.voice_context()
+        if args.runs:
+            bench.voice_context()
         if args.stream_seconds > 0:
-            print("stream…", file=sys.stderr, flush=True)
-            bench.stream_once()
-            print("wyoming-satellite…", file=sys.stderr, flush=True)
-            bench.wyoming_once()
+            for number in range(1, args.stream_runs + 1):
+                print(f"stream run {number} of {args.stream_runs}…", file=sys.stderr, flush=True)
+                bench.stream_once(number)
+        if args.trips > 0:
+            print(f"{args.trips} round trips…", file=sys.stderr, flush=True)
+            bench.trips()
+        if args.callgrind_seconds > 0:
+            for number in range(1, args.callgrind_runs + 1):
+                print(f"callgrind run {number} of {args.callgrind_runs}…", file=sys.stderr, flush=True)
+                bench.callgrind_once(number)
     except (BenchError, OSError, subprocess.SubprocessError) as error:
         print(f"bench: {error}", file=sys.stderr)
         return 1
@@ -652,7 +1197,7 @@ def main():
         return 130
     finally:
         bench.close()
-    print(report(args, host, time.monotonic() - began))
+    print(report(args, host, time.monotonic() - began, bench))
     return 0
 
 
