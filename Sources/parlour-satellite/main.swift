@@ -16,7 +16,7 @@ func fail(_ message: String, code: Int32) -> Never {
 let options: [String: String]
 switch DaemonCommandLine.parse(Array(CommandLine.arguments.dropFirst())) {
 case .failure(let usage):
-    FileHandle.standardError.write(Data((usage.description + "\n").utf8))
+    _ = Array((usage.description + "\n").utf8).withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
     exit(2)
 case .success(let invocation):
     switch invocation {

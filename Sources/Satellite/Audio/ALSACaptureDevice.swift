@@ -80,9 +80,7 @@ public final class ALSACaptureDevice: @unchecked Sendable {
             return stream
         }
         continuation.onTermination = { [weak self] _ in self?.stop() }
-        let thread = Thread { [self] in
-            // Named from inside: set before start, the name never reaches the kernel (top -H, /proc).
-            Thread.current.name = "alsa-capture"
+        SystemThread.start(name: "alsa-capture") { [self] in
             let failure = read(into: continuation)
             snd_pcm_drop(pcm)
             snd_pcm_close(pcm)
@@ -93,7 +91,6 @@ public final class ALSACaptureDevice: @unchecked Sendable {
             markClosed()
             continuation.finish()
         }
-        thread.start()
         return stream
     }
 

@@ -71,7 +71,7 @@ public actor Playback {
         let bus = self.bus
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (finished: CheckedContinuation<Result<PlaybackOutcome, ALSAError>, Never>) in
-                let thread = Thread {
+                SystemThread.start(name: "alsa-playback") {
                     let result = Result { () throws(ALSAError) in try speaker.play(audio) { job.isCancelled } }
                     // For scripts/bench: the end of "answer to first frame played" (see HTTPClient).
                     if let stamp = speaker.firstFrameMonotonicNs {
@@ -82,8 +82,6 @@ public actor Playback {
                     job.end()
                     finished.resume(returning: result)
                 }
-                thread.name = "alsa-playback"
-                thread.start()
             }
         } onCancel: {
             job.cancel()

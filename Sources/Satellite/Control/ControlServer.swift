@@ -31,7 +31,7 @@ public final class ControlServer: Sendable {
     }
 
     static func listen(at path: String) throws(SatelliteError) -> Int32 {
-        let folder = (path as NSString).deletingLastPathComponent
+        let folder = SatellitePaths.folder(of: path)
         if !folder.isEmpty { try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
         guard let address = UnixSocketAddress(path) else {
             throw SatelliteError(.invalidRequest, "The socket path \(path) is longer than 107 bytes; choose a shorter --socket.")
@@ -78,9 +78,7 @@ public final class ControlServer: Sendable {
 
     /// Starts accepting on a thread of its own.
     public func start() {
-        let thread = Thread { [self] in acceptLoop() }
-        thread.name = "control-accept"
-        thread.start()
+        SystemThread.start(name: "control-accept") { [self] in acceptLoop() }
     }
 
     private func acceptLoop() {
@@ -98,10 +96,7 @@ public final class ControlServer: Sendable {
             number += 1
             let connection = ControlConnection(fd: client, number: number)
             connections.withLock { _ = $0.insert(connection) }
-            let reader = Thread { [self] in serve(connection) }
-            reader.name = "control-\(number)"
-            reader.stackSize = 256 * 1024
-            reader.start()
+            SystemThread.start(name: "control-\(number)", stackSize: 256 * 1024) { [self] in serve(connection) }
         }
     }
 

@@ -34,9 +34,7 @@ public final class Daemon: Sendable {
         let playback = Playback(device: config.audio.output, bus: bus)
         let serverURL = config.server.url.isEmpty ? nil : config.server.url
         // A kill in the middle of a write leaves a temporary beside the file (the token, perhaps).
-        for file in ["token", "pin.json"] {
-            AtomicFile.removeLeftovers(of: (paths.stateDirectory as NSString).appendingPathComponent(file))
-        }
+        for file in [paths.tokenFile, paths.pinFile] { AtomicFile.removeLeftovers(of: file) }
         let pin = ServerPin(stateDirectory: paths.stateDirectory, configuredURL: serverURL, bus: bus)
         let discovery = Discovery(bus: bus)
         let link = Link(tokens: TokenStore(stateDirectory: paths.stateDirectory, environment: environment),

@@ -32,7 +32,7 @@ public final class HTTPClient: Sendable {
         let transfer = Transfer(request: request, limit: bodyLimit)
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Result<HTTPResponse, HTTPFailure>, Never>) in
-                let thread = Thread {
+                SystemThread.start(name: "http") {
                     let result = transfer.run()
                     // For scripts/bench: the start of "answer to first frame played" (see Playback).
                     if let bus = self.bus, request.method == "POST", case .success = result {
@@ -41,8 +41,6 @@ public final class HTTPClient: Sendable {
                     }
                     done.resume(returning: result)
                 }
-                thread.name = "http"
-                thread.start()
             }
         } onCancel: {
             transfer.cancelled.store(true, ordering: .relaxed)

@@ -88,8 +88,6 @@ public struct ParlourClient: Sendable, CustomStringConvertible, CustomReflectabl
     /// Percent-encodes a query value, keeping only RFC 3986's unreserved characters:
     /// the server reads `+` as a space, so it must be encoded too.
     static func encode(_ value: String) -> String {
-        value.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ""
+        ListenURL.percentEncoded(value)
     }
-
-    private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 }

@@ -29,7 +29,7 @@ public struct TokenStore: Sendable {
 
     /// The token alone: a trailing newline (or any surrounding white space) is not part of it.
     static func clean(_ text: String) -> String? {
-        let token = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let token = text.trimmed()
         return token.isEmpty ? nil : token
     }
 }

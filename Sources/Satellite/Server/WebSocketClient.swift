@@ -116,12 +116,7 @@ public final class WebSocketClient: @unchecked Sendable {
     public static func connect(url: String, headers: [String: String], maxMessage: Int,
                                maxText: Int = 4096) -> WebSocketClient {
         let client = WebSocketClient(url: url, headers: headers, maxMessage: maxMessage, maxText: maxText)
-        let thread = Thread {
-            // Named from inside: set before start, the name never reaches the kernel (top -H, /proc).
-            Thread.current.name = "websocket"
-            client.serviceRun()
-        }
-        thread.start()
+        SystemThread.start(name: "websocket") { client.serviceRun() }
         return client
     }
 

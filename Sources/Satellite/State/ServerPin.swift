@@ -19,7 +19,7 @@ public actor ServerPin {
 
     /// Reads pin.json. A file that cannot be read is reported on the bus and left in place.
     public init(stateDirectory: String, configuredURL: String?, bus: EventBus, now: @escaping @Sendable () -> Date = Date.init) {
-        let file = (stateDirectory as NSString).appendingPathComponent("pin.json")
+        let file = SatellitePaths.joined(stateDirectory, "pin.json")
         self.file = file
         self.stateDirectory = stateDirectory
         self.configuredURL = configuredURL
@@ -39,12 +39,12 @@ public actor ServerPin {
     @discardableResult
     public func pin(url: String, name: String, how: PinHow) throws(SatelliteError) -> Pin {
         if let refusal = PinPolicy.refusalToPin(how: how, configuredURL: configuredURL, stored: stored) { throw refusal }
-        let url = url.trimmingCharacters(in: .whitespacesAndNewlines)
+        let url = url.trimmed()
         guard let address = ServerAddress(url) else {
             throw SatelliteError(.invalidRequest,
                 "\(url) is not an http or https address with a host. Give one such as http://den.local:8765.")
         }
-        let trimmedName = name.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmedName = name.trimmed()
         let pin = Pin(url: url, name: trimmedName.isEmpty ? address.host : trimmedName, how: how,
                       pinnedAt: ServerPin.wholeSeconds(now()))
         do {

@@ -9,12 +9,12 @@ import SatelliteCore
 public enum TokenFile {
     /// The token file's path in `stateDirectory`.
     public static func path(stateDirectory: String) -> String {
-        (stateDirectory as NSString).appendingPathComponent("token")
+        SatellitePaths.joined(stateDirectory, "token")
     }
 
     /// Replaces the token with `token` (trimmed), mode 0600, atomically; creates the folder (0700) if need be.
     public static func write(_ token: String, stateDirectory: String) throws(SatelliteError) {
-        let clean = token.trimmingCharacters(in: .whitespacesAndNewlines)
+        let clean = token.trimmed()
         guard !clean.isEmpty else {
             throw SatelliteError(.invalidRequest, "The token is empty. Give the token on standard input, or use token clear.")
         }

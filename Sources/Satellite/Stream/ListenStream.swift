@@ -218,7 +218,8 @@ public actor ListenStream {
 
     private static func seconds(_ duration: Duration) -> String {
         let ms = milliseconds(duration)
-        return ms % 1000 == 0 ? "\(ms / 1000) s" : String(format: "%.1f s", Double(ms) / 1000)
+        let tenths = (ms + 50) / 100
+        return ms % 1000 == 0 ? "\(ms / 1000) s" : "\(tenths / 10).\(tenths % 10) s"
     }
 
     // MARK: From the server

@@ -46,7 +46,7 @@ public struct Journal: Sendable {
             line += " \(key.lowercased())=\(Journal.quoted(record.fields[key]!))"
         }
         line += "\n"
-        FileHandle.standardError.write(Data(line.utf8))
+        _ = Array(line.utf8).withUnsafeBytes { try? POSIX.writeAll(2, $0) }
     }
 
     private func sendNative(_ record: JournalRecord) -> Bool {

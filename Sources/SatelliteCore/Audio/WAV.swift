@@ -223,7 +223,7 @@ extension WAV {
 
     static func chunkName(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> String {
         let scalars = bytes[offset..<offset + 4].map { (0x20..<0x7F).contains($0) ? Character(UnicodeScalar($0)) : "?" }
-        return String(scalars).trimmingCharacters(in: .whitespaces)
+        return String(scalars).trimmingSpaces()
     }
 
     static func guid(_ bytes: UnsafeRawBufferPointer, at offset: Int) -> String {

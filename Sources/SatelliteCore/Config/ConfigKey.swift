@@ -106,7 +106,7 @@ extension ConfigKey {
     static func name(_ text: String) throws(Rejection) -> String? {
         // "" is what the example file holds: the short host name, already the default.
         if text.isEmpty { return nil }
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let trimmed = text.trimmingSpaces()
         guard !trimmed.isEmpty, trimmed.count <= 64, !hasControlCharacters(trimmed) else {
             throw Rejection("a name of 1 to 64 characters, or \"\" for the short host name")
         }
@@ -114,7 +114,7 @@ extension ConfigKey {
     }
 
     static func room(_ text: String) throws(Rejection) -> String? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let trimmed = text.trimmingSpaces()
         guard trimmed.count <= 40, !hasControlCharacters(trimmed) else {
             throw Rejection("a room name of at most 40 characters, or \"\" for none")
         }
@@ -122,7 +122,7 @@ extension ConfigKey {
     }
 
     static func deviceName(_ text: String) throws(Rejection) -> String? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let trimmed = text.trimmingSpaces()
         guard !trimmed.isEmpty, !hasControlCharacters(trimmed) else {
             throw Rejection("an ALSA device name such as \"default\" or \"plughw:1,0\"")
         }
@@ -157,7 +157,7 @@ extension ConfigKey {
     }
 
     private static func hasControlCharacters(_ text: String) -> Bool {
-        text.unicodeScalars.contains { CharacterSet.controlCharacters.contains($0) }
+        text.unicodeScalars.contains { $0.isControlCharacter }
     }
 }
 

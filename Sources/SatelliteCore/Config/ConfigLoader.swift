@@ -22,9 +22,9 @@ public enum ConfigLoader {
     /// Reads the file at `path`. When it does not exist, that is an error if the path was
     /// `explicit` (`--config` or `PARLOUR_SATELLITE_CONFIG`), and all defaults with a warning if not.
     public static func load(path: String, explicit: Bool, hostName: String) throws(ConfigError) -> LoadedConfig {
-        var isDirectory: ObjCBool = false
-        let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
-        if exists && isDirectory.boolValue {
+        var info = stat()
+        let exists = stat(path, &info) == 0
+        if exists && info.st_mode & S_IFMT == S_IFDIR {
             throw ConfigError(file: path, keyPath: nil, message: "it is a folder, not a file; name the satellite.json inside it")
         }
         if !exists {
@@ -42,7 +42,8 @@ public enum ConfigLoader {
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
-            let reason = (error as NSError).localizedFailureReason ?? error.localizedDescription
+            let reason = ((error as? CocoaError)?.underlying as? POSIXError).map { String(cString: strerror($0.code.rawValue)) }
+                ?? "\(error)"
             throw ConfigError(file: path, keyPath: nil, message:
                 "it cannot be read (\(reason)); make it readable by the user the daemon runs as")
         }

@@ -57,8 +57,15 @@ public struct SatellitePaths: Sendable, Equatable {
     /// Where the token is written by pairing and `parlourctl token set`.
     public var tokenFile: String { SatellitePaths.joined(stateDirectory, "token") }
 
-    private static func joined(_ directory: String, _ name: String) -> String {
+    /// `name` inside `directory`.
+    public static func joined(_ directory: String, _ name: String) -> String {
         directory.hasSuffix("/") ? directory + name : directory + "/" + name
+    }
+
+    /// The folder a path is in: "" for a bare name, "/" for one at the root.
+    public static func folder(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "" }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 }
 

@@ -67,7 +67,7 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
             .failure(SatelliteError(.invalidRequest, message))
         }
         func nonEmpty(_ key: String) -> String? {
-            guard let text = fields[key]?.stringValue?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty else { return nil }
+            guard let text = fields[key]?.stringValue?.trimmed(), !text.isEmpty else { return nil }
             return text
         }
         switch name {
@@ -96,7 +96,7 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
             }
         case "ask":
             guard let text = fields["text"]?.stringValue else { return bad("ask needs \"text\", a string with the question.") }
-            let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            let trimmed = text.trimmed()
             guard !trimmed.isEmpty else { return bad("ask needs a question; \"text\" is empty.") }
             return .success(.ask(text: trimmed))
         default:

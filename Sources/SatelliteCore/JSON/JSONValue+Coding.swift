@@ -14,8 +14,7 @@ extension JSONValue {
         do {
             return try JSONDecoder().decode(JSONValue.self, from: data)
         } catch let DecodingError.dataCorrupted(context) {
-            let detail = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String
-            throw JSONParseError(description: "it is not valid JSON (\(detail ?? context.debugDescription))")
+            throw JSONParseError(description: "it is not valid JSON (\(context.debugDescription))")
         } catch {
             throw JSONParseError(description: "it is not valid JSON")
         }

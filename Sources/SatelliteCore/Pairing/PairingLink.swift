@@ -30,8 +30,8 @@ public struct PairingLink: Sendable, Equatable {
     }
 
     private static func read(_ text: String) throws(Refusal) -> PairingLink {
-        let link = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !link.isEmpty, let separator = link.range(of: "://") else { throw .notALink }
+        let link = text.trimmed()
+        guard !link.isEmpty, let separator = link.firstRange(of: "://") else { throw .notALink }
         guard !link.contains(where: { $0.isWhitespace || $0.isNewline }) else { throw .whiteSpaceInside }
         guard link[..<separator.lowerBound].lowercased() == "parlour" else { throw .otherScheme }
 
@@ -60,7 +60,7 @@ public struct PairingLink: Sendable, Equatable {
             guard ["url", "token", "name"].contains(key), values[key] == nil else { continue }
             let raw = equals == pair.endIndex ? "" : pair[pair.index(after: equals)...]
             guard let value = percentDecoded(raw) else { throw .badEncoding(key) }
-            let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
+            let trimmed = value.trimmed()
             if !trimmed.isEmpty { values[key] = trimmed }
         }
         return values

@@ -95,7 +95,7 @@ public enum PinPolicy {
     }
 
     private static func configured(_ url: String?) -> String? {
-        guard let url = url?.trimmingCharacters(in: .whitespacesAndNewlines), !url.isEmpty else { return nil }
+        guard let url = url?.trimmed(), !url.isEmpty else { return nil }
         return url
     }
 }
@@ -121,7 +121,7 @@ public struct Newcomers: Sendable, Equatable {
         guard !pinnedAnswers else { return [] }
         return advertising.filter { server in
             if PinPolicy.isPinned(server, pinned: pinned) { return false }
-            let host = server.host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "."))
+            let host = server.host.lowercased().trimming { $0 == "." }
             return reported.insert(Identity(name: server.name, host: host, port: server.port)).inserted
         }
     }

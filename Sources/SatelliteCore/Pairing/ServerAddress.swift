@@ -16,7 +16,7 @@ public struct ServerAddress: Sendable, Equatable {
 
     /// Reads `url`; nil when it is not http or https, has no host, or has a port that is not one.
     public init?(_ url: String) {
-        let text = url.trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = url.trimmed()
         guard let colon = text.firstIndex(of: ":") else { return nil }
         let scheme = text[..<colon].lowercased()
         guard scheme == "http" || scheme == "https", text[colon...].hasPrefix("://") else { return nil }

@@ -16,7 +16,7 @@ public enum ListenURL {
     /// `https`, path `/listen`, and `client`, `room` (left out when empty) and `mode` as query.
     /// Any path, query or fragment of the server URL is dropped.
     public static func build(server: String, client: String, room: String, mode: ListenMode) throws(ListenURLError) -> String {
-        guard let schemeEnd = server.range(of: "://") else {
+        guard let schemeEnd = server.firstRange(of: "://") else {
             throw ListenURLError("the server URL \"\(server)\" has no scheme; it should look like http://host:8765")
         }
         let scheme: String
@@ -42,7 +42,8 @@ public enum ListenURL {
 
     /// Encodes every byte but the URI unreserved set, as `encodeURIComponent` does for
     /// anything a name or room holds: a space is `%20` and a `+` is `%2B`, never left bare.
-    static func percentEncoded(_ text: String) -> String {
+    /// The HTTP routes' queries use it too.
+    public static func percentEncoded(_ text: String) -> String {
         var out = ""
         for byte in text.utf8 {
             switch byte {

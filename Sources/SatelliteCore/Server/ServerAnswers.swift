@@ -164,7 +164,7 @@ public enum ServerAnswers {
         var text = Substring(url)
         if let end = text.firstIndex(where: { $0 == "?" || $0 == "#" }) { text = text[..<end] }
         // Drop "user:password@" from the authority, if there is one.
-        if let scheme = text.range(of: "://") {
+        if let scheme = text.firstRange(of: "://") {
             let authorityEnd = text[scheme.upperBound...].firstIndex(of: "/") ?? text.endIndex
             if let at = text[scheme.upperBound..<authorityEnd].lastIndex(of: "@") {
                 text = text[..<scheme.upperBound] + text[text.index(after: at)...]
