@@ -81,4 +81,12 @@ struct PathsTests {
         #expect(paths.pinFile == "/s/pin.json")
         #expect(paths.tokenFile == "/s/token")
     }
+
+    @Test("the folder of a path: the socket's, a bare name's, one at the root", arguments: [
+        ("/run/parlour-satellite/control.sock", "/run/parlour-satellite"), ("control.sock", ""), ("/control.sock", "/"),
+        ("run/x.sock", "run"),
+    ])
+    func folder(path: String, expected: String) {
+        #expect(SatellitePaths.folder(of: path) == expected)
+    }
 }
