@@ -195,6 +195,28 @@ def proc_status(pid):
     return fields
 
 
+def tracer_kb(pid):
+    """What the preloaded tracer's own mapping (trace.bin) holds resident, in kB: its records
+    (and the replies' bytes it keeps) are not the daemon's memory, so RSS figures leave them out."""
+    total, inside = 0, False
+    for line in proc_file(pid, "smaps").splitlines():
+        if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
+            inside = line.rstrip().endswith("/trace.bin")
+        elif inside and line.startswith("Rss:"):
+            total += int(line.split()[1])
+    return total
+
+
+def own_status(pid):
+    """proc_status with VmRSS, VmHWM and RssFile less the tracer's pages (see tracer_kb)."""
+    status = proc_status(pid)
+    traced = tracer_kb(pid)
+    for key in ("VmRSS", "VmHWM", "RssFile", "RssShmem"):
+        if key in status:
+            status[key] = max(0, status[key] - traced)
+    return status
+
+
 def proc_pss(pid):
     """Proportional set size in kB: each shared page divided among the processes mapping it."""
     for line in proc_file(pid, "smaps_rollup").splitlines():
@@ -310,15 +332,15 @@ class Window:
             t.sample()
         now = time.monotonic()
         if now >= self.next_rss:
-            self.rss.append(sum(proc_status(p)["VmRSS"] for p in self.pids))
+            self.rss.append(sum(own_status(p)["VmRSS"] for p in self.pids))
             self.next_rss += 1
 
     def close(self):
         self.sample()
         self.t1 = time.monotonic()
         self.ticks1 = sum(cpu_seconds(p) for p in self.pids)
-        self.hwm = sum(proc_status(p)["VmHWM"] for p in self.pids)
-        self.pss = sum(proc_pss(p) for p in self.pids)
+        self.hwm = sum(own_status(p)["VmHWM"] for p in self.pids)
+        self.pss = sum(proc_pss(p) - tracer_kb(p) for p in self.pids)
 
     @property
     def length(self):
@@ -843,10 +865,10 @@ pcm.benchspeaker {{ type plug slave {{ pcm "benchspeaker_file" format S16_LE rat
                 FIG["trips_wall_s"].samples.append(time.monotonic() - began)
                 self.expect_completed(ctl, f"listen (round trip {number})")
                 if number == 1:
-                    first = proc_status(daemon.pid)
+                    first = own_status(daemon.pid)
                     fds = open_fds(daemon.pid)
                     FIG["trips_rss_first_mb"].samples.append(mb(first["VmRSS"]))
-            last = proc_status(daemon.pid)
+            last = own_status(daemon.pid)
             FIG["trips_rss_mb"].samples.append(mb(last["VmRSS"]))
             FIG["trips_hwm_mb"].samples.append(mb(last["VmHWM"]))
             FIG["trips_fds_growth"].samples.append(open_fds(daemon.pid) - fds)
