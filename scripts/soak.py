@@ -59,6 +59,7 @@ class Soak(Bench):
         self.crashes = []
         self.memory = []  # (what, fds and RSS at the start, at the end)
         self.phases = []  # (what, seconds it took)
+        self.trend = []  # the streaming daemon's RSS (kB) at each quarter of the restarts
 
     # -------------------------------------------------------------- the server, killable
 
@@ -193,6 +194,8 @@ class Soak(Bench):
             spare = self.start_spare(port, quiet)  # warms while the daemon reconnects
             if self.await_audio(daemon, 30):
                 self.tally.add("reconnections made")
+            if number * 4 % self.args.restarts < 4 and self.alive(daemon, f"server restart {number}"):
+                self.trend.append(proc_status(daemon.pid)["VmRSS"])
             if number % 20 == 0:
                 print(f"  {number} restarts…", file=sys.stderr, flush=True)
         self.procs.stop(spare)
@@ -432,6 +435,8 @@ def report(soak, host, elapsed, args):
     lines += ["", "| Daemon | Descriptors start → end | RSS start → end |", "| --- | ---: | ---: |"]
     for what, (fd0, rss0), (fd1, rss1) in soak.memory:
         lines.append(f"| {what} | {fd0} → {fd1} | {rss0 / 1024:.2f} → {rss1 / 1024:.2f} MiB |")
+    if soak.trend:
+        lines.append(f"| … its RSS at each quarter of the restarts | {' → '.join(f'{kb / 1024:.2f}' for kb in soak.trend)} MiB | |")
     outcomes = sorted((k[len("outcome: "):], v) for k, v in t.rows.items() if k.startswith("outcome: "))
     if outcomes:
         lines += ["", "Results of the garbage requests: " + ", ".join(f"{k} {v}" for k, v in outcomes)]
