@@ -1,7 +1,9 @@
 // Plays the awake, done and error sounds at the moments they mark. The callers
 // (a turn, the stream) call it where the moment happens, and it returns as soon
-// as the sound has started, so a cue never holds up listening or the answer;
-// Playback decides what gives way when a cue and an answer meet.
+// as the sound has started, so a cue never holds up listening or the answer
+// (the error sound alone is awaited: the result comes once it has been heard,
+// as a listen's comes once its answer has played); Playback decides what gives
+// way when a cue and an answer meet.
 import SatelliteCore
 
 /// The cues' sounds and the speaker they play on.
@@ -14,9 +16,9 @@ public struct CuePlayer: Sendable {
         self.sounds = sounds
     }
 
-    /// Starts the cue's sound, if it has one; does not wait for its end.
-    public func play(_ cue: Cue) async {
+    /// Starts the cue's sound, if it has one; waits for its end only with `untilEnd`.
+    public func play(_ cue: Cue, untilEnd: Bool = false) async {
         guard let audio = sounds[cue] else { return }
-        await playback.startCue(audio)
+        await playback.startCue(audio, untilEnd: untilEnd)
     }
 }

@@ -75,10 +75,10 @@ public actor Playback {
         return try result.get()
     }
 
-    /// Starts a cue and returns once it is playing, without awaiting its end; false when it was
-    /// skipped because an answer is playing, or the speaker failed (reported like any failure).
+    /// Starts a cue and returns once it is playing, or with `untilEnd` once it has ended; false
+    /// when it was skipped because an answer is playing, or the speaker failed (reported like any failure).
     @discardableResult
-    public func startCue(_ audio: PCMAudio) async -> Bool {
+    public func startCue(_ audio: PCMAudio, untilEnd: Bool = false) async -> Bool {
         if let playing = current, !playing.isDone, !playing.isCue { return false }
         await stopCurrent()
         let job = Job(isCue: true)
@@ -87,6 +87,7 @@ public actor Playback {
             guard let self else { return }
             Task { await self.cueEnded(job, result) }
         }
+        if untilEnd { await job.done() }
         return true
     }
 

@@ -172,10 +172,10 @@ public actor Conversation {
         }
     }
 
-    /// The error sound, for an error result that was not spoken.
+    /// The error sound, for an error result that was not spoken; the result follows once it has been heard.
     private func cueError(_ result: ControlResult) async {
         guard case .error = result else { return }
-        await cues?.play(.error)
+        await cues?.play(.error, untilEnd: true)
     }
 
     /// Ends the turn under way with `shutting_down`, and refuses new ones.
