@@ -176,6 +176,38 @@ struct HookTests {
         #expect(await daemon.stop() == 0)
     }
 
+    @Test("the example LED hook shows each state through sysfs files")
+    func exampleLED() async throws {
+        let server = try await TestServer.start(knobs: ["delayMs": 3000])
+        defer { server.stop() }
+        // A stand-in for /sys/class/leds/test0.
+        let root = try Package.temporaryDirectory("leds")
+        let led = root.appendingPathComponent("test0")
+        try FileManager.default.createDirectory(at: led, withIntermediateDirectories: true)
+        for (file, value) in [("trigger", "none"), ("brightness", "0"), ("max_brightness", "255"), ("delay_on", "500"), ("delay_off", "500")] {
+            try "\(value)\n".write(to: led.appendingPathComponent(file), atomically: true, encoding: .utf8)
+        }
+        func read(_ file: String) -> String? {
+            (try? String(contentsOf: led.appendingPathComponent(file), encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let script = Package.root.appendingPathComponent("examples/hooks/led.sh").path
+        let daemon = try await DaemonHarness.start(config: config(server, hook: "\(script) test0"), token: server.token,
+                                                   environment: ["PARLOUR_LED_ROOT": root.path])
+        let watcher = try await Watcher.start(daemon)
+        let asked = Task { try await daemon.result("ask", "is it raining") }
+        // The run for idle may have ended before the watch began; thinking's comes after it.
+        let ran = await watcher.client.next { $0["message"] == "The state hook ran." && $0["hookState"] == "thinking" }
+        #expect(ran?["exitStatus"] == "0")
+        #expect(read("trigger") == "timer")
+        #expect(read("delay_on") == "100")
+        #expect(read("delay_off") == "100")
+        _ = try await asked.value
+        _ = await watcher.client.next { $0["message"] == "The state hook ran." && $0["hookState"] == "idle" }
+        #expect(read("trigger") == "none")
+        #expect(read("brightness") == "0")
+        #expect(await daemon.stop() == 0)
+    }
+
     @Test("a hook whose program is missing stops the start, naming hooks.onState")
     func missingProgram() async throws {
         let dir = try Package.temporaryDirectory("hook")
