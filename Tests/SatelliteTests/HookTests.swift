@@ -20,6 +20,12 @@ struct HookTests {
         return .object(fields)
     }
 
+    /// A folder for the hook's files, with the FIFO `runs.fifo` its runs report through.
+    func folder() throws -> (URL, LineFIFO) {
+        let dir = try Package.temporaryDirectory("hook")
+        return (dir, try LineFIFO(path: dir.path + "/runs.fifo"))
+    }
+
     /// Writes an executable shell script in `dir`, with `$D` standing for the folder.
     func script(_ dir: URL, _ body: String) throws -> String {
         let path = dir.appendingPathComponent("hook.sh").path
@@ -39,8 +45,7 @@ struct HookTests {
     func environmentAndInput() async throws {
         let server = try await TestServer.start()
         defer { server.stop() }
-        let dir = try Package.temporaryDirectory("hook")
-        let runs = try LineFIFO(path: dir.path + "/runs.fifo")
+        let (dir, runs) = try folder()
         defer { runs.stop() }
         let hook = try script(dir, """
             env > "$D/env-$PARLOUR_STATE"
@@ -98,8 +103,7 @@ struct HookTests {
     func hangingHook() async throws {
         let server = try await TestServer.start()
         defer { server.stop() }
-        let dir = try Package.temporaryDirectory("hook")
-        let runs = try LineFIFO(path: dir.path + "/runs.fifo")
+        let (dir, runs) = try folder()
         defer { runs.stop() }
         // The first run ignores SIGTERM and waits on a child for ten minutes; later runs are quick.
         let hook = try script(dir, """
@@ -142,8 +146,7 @@ struct HookTests {
     func newestWins() async throws {
         let server = try await TestServer.start()
         defer { server.stop() }
-        let dir = try Package.temporaryDirectory("hook")
-        let runs = try LineFIFO(path: dir.path + "/runs.fifo")
+        let (dir, runs) = try folder()
         defer { runs.stop() }
         let gate = dir.path + "/gate.fifo"
         #expect(mkfifo(gate, 0o600) == 0)
