@@ -57,7 +57,7 @@ public final class Daemon: Sendable {
                 silenceMs: config.audio.silenceMs, maxUtteranceMs: config.audio.maxUtteranceMs,
                 leadingSilenceMs: config.audio.leadingSilenceMs)),
             capture: capture, playback: playback, link: link, bus: bus, keeper: keeper, stream: stream)
-        let router = CommandRouter(conversation: conversation, chooser: chooser, board: board, bus: bus)
+        let router = CommandRouter(conversation: conversation, chooser: chooser, admin: ServerAdmin(link: link), board: board, bus: bus)
 
         let server = try ControlServer(path: paths.socket, handler: router)
         let journalTask = Task { await journal.run(journalEvents, room: config.room) }
