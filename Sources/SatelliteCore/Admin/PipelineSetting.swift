@@ -57,7 +57,8 @@ public enum PipelineSetting: String, Sendable, CaseIterable, Hashable, Comparabl
     /// The value as the server takes it, or nil when `value` is outside the server's bounds.
     public func check(_ value: JSONValue) -> JSONValue? {
         if self == .triage {
-            return value.stringValue.map { Self.triageValues.contains($0) } == true ? value : nil
+            guard let word = value.stringValue, Self.triageValues.contains(word) else { return nil }
+            return value
         }
         guard let number = value.intValue, bounds?.contains(number) == true else { return nil }
         return .number(Double(number))

@@ -17,12 +17,34 @@ struct HelpText {
     var text: String {
         var sections = ["OVERVIEW: \(overview)"]
         if let discussion { sections.append(discussion) }
-        sections.append("USAGE: \(usage)")
+        sections.append(HelpText.wrap(usage: usage))
         if !arguments.isEmpty { sections.append(HelpText.section("ARGUMENTS", arguments)) }
         if !options.isEmpty { sections.append(HelpText.section("OPTIONS", options)) }
         if !subcommands.isEmpty { sections.append(HelpText.section("SUBCOMMANDS", subcommands)) }
         if let footer { sections.append("  " + footer) }
         return sections.joined(separator: "\n\n")
+    }
+
+    /// "USAGE: ..." in 80 columns: a bracketed option is never split, and a continuation lines up
+    /// under the first option, as swift-argument-parser lays it out.
+    static func wrap(usage: String) -> String {
+        var words: [String] = []
+        var depth = 0
+        for word in usage.split(separator: " ") {
+            if depth > 0 { words[words.count - 1] += " " + word } else { words.append(String(word)) }
+            depth += word.filter { $0 == "[" }.count - word.filter { $0 == "]" }.count
+        }
+        let command = words.prefix { !$0.hasPrefix("[") && !$0.hasPrefix("<") }
+        var lines = ["USAGE: " + command.joined(separator: " ")]
+        let indent = String(repeating: " ", count: lines[0].count + 1)
+        for word in words.dropFirst(command.count) {
+            if lines[lines.count - 1].count + 1 + word.count > 80 {
+                lines.append(indent + word)
+            } else {
+                lines[lines.count - 1] += " " + word
+            }
+        }
+        return lines.joined(separator: "\n")
     }
 
     /// Labels in a column of 24 after a 2-space indent; a longer label puts its help on the next line.

@@ -154,7 +154,7 @@ public enum ParlourctlCommandLine {
                     discussion: "The checks can take up to a minute; the satellite waits for them.") { _ in .run(.serverDoctor) },
         CommandSpec(name: "server logs", abstract: "Print the last lines of one of the server's logs.",
                     arguments: [ArgumentSpec("<log>", .one, help: "agent, llm or whisper.")],
-                    options: [OptionSpec("--lines", value: "<n>", help: "Print this many lines (the server gives 1-200, 50 by default).")]) {
+                    options: [OptionSpec("--lines", value: "<n>", help: "Print this many lines (1-200; 50 if not given).")]) {
             command throws(UsageError) in
             var lines: Int?
             if let text = command.values["--lines"] {
