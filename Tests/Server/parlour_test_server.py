@@ -46,7 +46,6 @@ SAMPLE_RATE = 16000
 FRAME_MS = 80
 FRAME_SAMPLES = 1280
 FRAME_BYTES = FRAME_SAMPLES * 2
-RESTART_DELAY_MS = 500
 MAX_LOG_ENTRIES = 50000
 
 ADMIN_ROUTES = {
@@ -110,6 +109,7 @@ DEFAULT_KNOBS: dict[str, Any] = {
     "adminRepeatMs": 15000,
     "restartManual": False,  # started in a terminal: restart is refused
     "restartDownMs": 1000,  # how long a simulated restart leaves the port closed
+    "restartDelayMs": 500,  # how long after a restart is scheduled the agent goes down (admin.ts: 500)
 }
 
 SERVICE_FIELDS = {"what", "configured", "installed", "running", "pid", "lastExit", "held"}
@@ -825,7 +825,8 @@ class TestServer:
         if self.admin.restarting:
             return
         self.admin.restarting = True
-        asyncio.get_running_loop().call_later(RESTART_DELAY_MS / 1000, lambda: asyncio.ensure_future(self.restart()))
+        delay = self.knobs["restartDelayMs"] / 1000
+        asyncio.get_running_loop().call_later(delay, lambda: asyncio.ensure_future(self.restart()))
 
     async def restart(self) -> None:
         """The agent exits and launchd starts it again: the port is closed for restartDownMs."""
@@ -1050,6 +1051,7 @@ class TestServer:
             })
         if route == "POST /admin/pipeline":
             patch = await read_json(request, entry)
+            entry["patch"] = patch
             if not isinstance(patch, dict):
                 raise not_what_route_takes()
             problem = pipeline_problem(patch)
@@ -1060,6 +1062,7 @@ class TestServer:
             body = await read_json(request, entry)
             if not isinstance(body, dict):
                 raise not_what_route_takes()
+            entry.update({key: body.get(key) for key in ("service", "action")})
             for key in ("service", "action"):
                 if not isinstance(body.get(key), str):
                     raise not_what_route_takes(key)
