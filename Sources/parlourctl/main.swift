@@ -107,7 +107,11 @@ case .success(let invocation):
             }
             switch Input.confirm("Stop \(name) on \(pinnedServer(socket: socket))? \(Input.stopping(name)) [y/N] ") {
             case true?: break
-            case false?: finish(command, .cancelled(.cancelledByUser), json: invocation.json)
+            case false?:
+                let declined = ControlResult.cancelled(.cancelledByUser)
+                if invocation.json { finish(command, declined, json: true) }
+                FileHandle.standardError.write(Data("Not stopped: \(name) was left as it is.\n".utf8))
+                exit(declined.exitCode)
             case nil:
                 FileHandle.standardError.write(Data((noTerminal.description + "\n").utf8))
                 exit(UsageError.exitCode)
