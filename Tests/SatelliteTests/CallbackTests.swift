@@ -1,8 +1,8 @@
 // Callbacks from a real daemon to the test server's callback sink: each outcome,
 // the caller's query kept, the response decoding back to the result's, no token
 // and no Authorization header, a caller that went away or did not wait, retries
-// with back-off, a receiver that is down, and two overlapping listens each
-// answered once on the socket and once at their callback.
+// with back-off, a receiver that is down, and shutdown. Two overlapping
+// listens with callbacks are in RequestTests.
 import Foundation
 import TestSupport
 import Testing
@@ -186,33 +186,6 @@ struct CallbackTests {
         #expect(attempts == ["1", "2", "3", "4"])
         await daemon.stop()
         #expect(daemon.stderr.contains("warning: Callback not delivered: every attempt failed."))
-    }
-
-    @Test("two overlapping listens each get exactly one result and one callback: superseded, then shutting_down")
-    func overlapping() async throws {
-        let server = try await TestServer.start()
-        defer { server.stop() }
-        let quiet: JSONValue = ["input": "testmic", "output": "testspeaker", "leadingSilenceMs": 20000, "maxUtteranceMs": 30000]
-        let daemon = try await DaemonHarness.start(config: config(server, quiet), token: server.token, mic: Speech.silence(25))
-        let watcher = try SocketClient(path: daemon.socket)
-        await watcher.watch()
-        let first = try SocketClient(path: daemon.socket)
-        first.request(.listen(hold: false), id: "1", callback: server.callbackURL("?who=first"))
-        _ = await watcher.state("listening")
-        let second = try SocketClient(path: daemon.socket)
-        second.request(.listen(hold: false), id: "2", callback: server.callbackURL("?who=second"))
-        #expect(await first.result("1")?["reason"] == "superseded")
-        _ = await watcher.next { $0["event"] == "notice" && $0["message"] == "Callback delivered." }
-
-        // Stopping the daemon ends the newer one, and its callback still goes out before the daemon exits.
-        #expect(await daemon.stop() == 0)
-        #expect(await second.result("2")?["reason"] == "shutting_down")
-        let afterFirst: [JSONValue] = await first.rest().filter { $0["status"] != nil }
-        let afterSecond: [JSONValue] = await second.rest().filter { $0["status"] != nil }
-        let more = afterFirst + afterSecond
-        #expect(more.isEmpty, "results after the first: \(more)")
-        let calls: [String] = try await server.callbacks().compactMap { $0["query"]?.stringValue }
-        #expect(calls == ["who=first&status=cancelled&reason=superseded", "who=second&status=cancelled&reason=shutting_down"])
     }
 
     @Test("at shutdown a request still running is called back shutting_down, and a delivery still retrying is dropped with a journal line")
