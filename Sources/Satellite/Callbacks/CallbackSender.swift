@@ -46,12 +46,14 @@ public final class CallbackSender: Sendable {
 
     /// Registers a request that has started, so that shutdown waits for its result too.
     public func expect(_ url: CallbackURL, command: String) -> Ticket {
-        state.withLock { s in
+        let (ticket, closed) = state.withLock { s in
             s.next += 1
             let ticket = Ticket(key: s.next, url: url, command: command)
             if !s.closed { s.entries[ticket.key] = .running(ticket) }
-            return ticket
+            return (ticket, s.closed)
         }
+        if closed { bus.notice(.warning, "Callback dropped at shutdown.", ["callback_url": url.display, "command": command]) }
+        return ticket
     }
 
     /// Sends `result` for `ticket` in a task of its own and returns at once. Does nothing
