@@ -17,7 +17,7 @@ struct HelpText {
     var text: String {
         var sections = ["OVERVIEW: \(overview)"]
         if let discussion { sections.append(discussion) }
-        sections.append(HelpText.wrap(usage: usage))
+        sections.append(HelpText.wrapped(usage, after: "USAGE: "))
         if !arguments.isEmpty { sections.append(HelpText.section("ARGUMENTS", arguments)) }
         if !options.isEmpty { sections.append(HelpText.section("OPTIONS", options)) }
         if !subcommands.isEmpty { sections.append(HelpText.section("SUBCOMMANDS", subcommands)) }
@@ -25,23 +25,28 @@ struct HelpText {
         return sections.joined(separator: "\n\n")
     }
 
-    /// "USAGE: ..." in 80 columns: a bracketed option is never split, and a continuation lines up
-    /// under the first option, as swift-argument-parser lays it out.
-    static func wrap(usage: String) -> String {
-        var words: [String] = []
+    /// `usage` after `lead`, wrapped at 80 columns between its parts (a bracketed option is one
+    /// part), later lines indented to stand under the first.
+    static func wrapped(_ usage: String, after lead: String) -> String {
+        var parts: [String] = []
         var depth = 0
-        for word in usage.split(separator: " ") {
-            if depth > 0 { words[words.count - 1] += " " + word } else { words.append(String(word)) }
-            depth += word.filter { $0 == "[" }.count - word.filter { $0 == "]" }.count
+        for character in usage {
+            if character == " " && depth == 0 {
+                parts.append("")
+                continue
+            }
+            if parts.isEmpty { parts.append("") }
+            if character == "[" { depth += 1 }
+            if character == "]" { depth -= 1 }
+            parts[parts.count - 1].append(character)
         }
-        let command = words.prefix { !$0.hasPrefix("[") && !$0.hasPrefix("<") }
-        var lines = ["USAGE: " + command.joined(separator: " ")]
-        let indent = String(repeating: " ", count: lines[0].count + 1)
-        for word in words.dropFirst(command.count) {
-            if lines[lines.count - 1].count + 1 + word.count > 80 {
-                lines.append(indent + word)
+        var lines = [lead]
+        for part in parts where !part.isEmpty {
+            let line = lines[lines.count - 1]
+            if line.count > lead.count && line.count + 1 + part.count > 80 {
+                lines.append(String(repeating: " ", count: lead.count) + part)
             } else {
-                lines[lines.count - 1] += " " + word
+                lines[lines.count - 1] = line + (line.count > lead.count ? " " : "") + part
             }
         }
         return lines.joined(separator: "\n")
