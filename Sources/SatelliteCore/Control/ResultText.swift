@@ -14,6 +14,10 @@ public enum ResultText {
     }
 
     static func completed(_ command: ControlCommand, _ r: JSONValue) -> String {
+        // `--no-wait`: the daemon took the request, and the callback carries how it ends.
+        if r["accepted"]?.boolValue == true {
+            return "Accepted: the satellite will call the callback URL when the request ends.\n"
+        }
         switch command {
         case .status: return status(r)
         case .listen:
