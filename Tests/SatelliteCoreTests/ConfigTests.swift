@@ -330,9 +330,9 @@ struct ConfigExtrasTests {
 
     @Test("a wrong value names the key and what was expected", arguments: [
         (#"{"hooks": {"onState": "led.sh > /tmp/log"}}"#,
-         #"satellite.json: hooks.onState: expected "" for no hook, or a command such as "/usr/local/share/parlour-satellite/hooks/led.sh led0", found "led.sh > /tmp/log", in which > outside quotes means something to a shell"#),
+         #"satellite.json: hooks.onState: expected "" for no hook, or a command such as "/usr/share/parlour-satellite/hooks/led.sh led0", found "led.sh > /tmp/log", in which > outside quotes means something to a shell"#),
         (#"{"hooks": {"onState": "./led.sh"}}"#,
-         #"satellite.json: hooks.onState: expected "" for no hook, or a command such as "/usr/local/share/parlour-satellite/hooks/led.sh led0", found "./led.sh", in which the program ./led.sh is a relative path"#),
+         #"satellite.json: hooks.onState: expected "" for no hook, or a command such as "/usr/share/parlour-satellite/hooks/led.sh led0", found "./led.sh", in which the program ./led.sh is a relative path"#),
         (#"{"hooks": {"onState": ["led.sh"]}}"#, "satellite.json: hooks.onState: expected a string, found an array"),
         (#"{"hooks": {"timeoutMs": 50}}"#, "satellite.json: hooks.timeoutMs: expected a whole number of milliseconds from 100 to 600000, found 50"),
         (#"{"sounds": {"awake": "ding.wav"}}"#,

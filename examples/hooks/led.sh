@@ -1,7 +1,7 @@
 #!/bin/sh
 # A parlour-satellite state hook that shows the state on an LED through sysfs.
 #
-#   "hooks": {"onState": "/usr/local/share/parlour-satellite/hooks/led.sh led0"}
+#   "hooks": {"onState": "/usr/share/parlour-satellite/hooks/led.sh led0"}
 #
 # The argument names the LED: a folder of /sys/class/leds (`ls /sys/class/leds`
 # lists them; led0 is the green one on a Raspberry Pi). PARLOUR_LED_ROOT stands

@@ -73,7 +73,9 @@ public final class Daemon: Sendable {
             settings: .init(name: config.name, room: config.room, endpointing: endpointing),
             capture: capture, playback: playback, link: link, bus: bus, keeper: keeper, stream: stream,
             cues: cuePlayer, offline: offline)
-        let router = CommandRouter(conversation: conversation, chooser: chooser, board: board, bus: bus)
+        let callbacks = CallbackSender(bus: bus)
+        let router = CommandRouter(conversation: conversation, chooser: chooser, admin: ServerAdmin(link: link), board: board, bus: bus,
+                                   callbacks: callbacks)
 
         let server = try ControlServer(path: paths.socket, handler: router)
         let journalTask = Task { await journal.run(journalEvents, room: config.room) }
@@ -113,6 +115,8 @@ public final class Daemon: Sendable {
         server.stop()
         await conversation.shutdown()
         await router.endWatches()
+        // The turn under way has just ended with shutting_down: its callback goes out now.
+        await callbacks.shutdown()
         for service in services.reversed() { service.cancel() }
         for service in services.reversed() { await service.value }
         await capture.close()

@@ -177,7 +177,7 @@ extension ConfigKey {
         do {
             _ = try HookCommand.words(text)
         } catch {
-            throw Rejection("\"\" for no hook, or a command such as \"/usr/local/share/parlour-satellite/hooks/led.sh led0\"",
+            throw Rejection("\"\" for no hook, or a command such as \"/usr/share/parlour-satellite/hooks/led.sh led0\"",
                             found: "\(Rejection.describe(.string(text))), in which \(error.description)")
         }
         return text
