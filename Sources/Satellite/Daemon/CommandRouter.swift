@@ -1,6 +1,8 @@
 // Turns control requests into calls on the actors and writes each one's single
 // result. `watch` turns its connection into a stream of events until the client
-// goes or the daemon stops.
+// goes or the daemon stops. A `listen` or `ask` with a callback is carried to
+// its end whether or not its caller stays, and its result also goes to the
+// callback (without `wait`, the caller is only told it was accepted).
 import Foundation
 import Synchronization
 import SatelliteCore
@@ -9,25 +11,34 @@ import SatelliteCore
 public final class CommandRouter: ControlHandler {
     private let conversation: Conversation
     private let chooser: ServerChooser
+    private let admin: ServerAdmin
     private let board: StatusBoard
     private let bus: EventBus
+    private let callbacks: CallbackSender
     private struct Watch { let task: Task<Void, Never>; let id: JSONValue; let connection: ControlConnection }
     private let watches = Mutex<[ObjectIdentifier: Watch]>([:])
 
-    public init(conversation: Conversation, chooser: ServerChooser, board: StatusBoard, bus: EventBus) {
+    public init(conversation: Conversation, chooser: ServerChooser, admin: ServerAdmin, board: StatusBoard, bus: EventBus,
+                callbacks: CallbackSender) {
         self.conversation = conversation
         self.chooser = chooser
+        self.admin = admin
         self.board = board
         self.bus = bus
+        self.callbacks = callbacks
     }
 
     public func handle(_ request: ControlRequest, on connection: ControlConnection) async {
+        // Registered before the request runs, so that shutdown waits for its callback too.
+        let ticket = request.callback.map { callbacks.expect($0, command: request.command.name) }
+        if !request.wait { connection.finish(id: request.id, .completed(["accepted": true, "id": request.id])) }
         let result: ControlResult
         switch request.command {
         case .status:
             result = .completed(board.current.json)
         case .version:
             result = .completed(["satellite": .string(SatelliteVersion.satellite), "control": .number(Double(ControlProtocol.version)),
+                                 "controlVersions": .array(ControlProtocol.versionsSpoken.map { .number(Double($0)) }),
                                  "parlourProtocol": .string(SatelliteVersion.parlourProtocol)])
         case .watch:
             startWatch(request.id, on: connection)
@@ -57,8 +68,24 @@ public final class CommandRouter: ControlHandler {
             result = await chooser.setToken(token)
         case .tokenClear:
             result = await chooser.clearToken()
+        case .serverStatus:
+            result = await admin.status()
+        case .serverService(let name, let action):
+            result = await admin.service(name, action)
+            bus.publish(.finished(command: request.command.name, result: result))
+        case .serverPipeline(let change):
+            result = await admin.pipeline(change)
+            bus.publish(.finished(command: "server pipeline", result: result))
+        case .serverDoctor:
+            result = await admin.doctor()
+        case .serverLogs(let service, let lines):
+            result = await admin.logs(service, lines: lines)
+        case .serverRestartAgent:
+            result = await admin.restartAgent()
+            bus.publish(.finished(command: "server restart-agent", result: result))
         }
-        connection.finish(id: request.id, result)
+        if request.wait { connection.finish(id: request.id, result) }
+        if let ticket { callbacks.deliver(result, for: ticket) }
     }
 
     public func readEnded(_ connection: ControlConnection) async {
