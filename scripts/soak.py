@@ -436,7 +436,8 @@ def report(soak, host, elapsed, args):
     for what, (fd0, rss0), (fd1, rss1) in soak.memory:
         lines.append(f"| {what} | {fd0} → {fd1} | {rss0 / 1024:.2f} → {rss1 / 1024:.2f} MiB |")
     if soak.trend:
-        lines.append(f"| … its RSS at each quarter of the restarts | {' → '.join(f'{kb / 1024:.2f}' for kb in soak.trend)} MiB | |")
+        lines += ["", "The streaming daemon's RSS at each quarter of the restarts: "
+                  + " → ".join(f"{kb / 1024:.2f}" for kb in soak.trend) + " MiB"]
     outcomes = sorted((k[len("outcome: "):], v) for k, v in t.rows.items() if k.startswith("outcome: "))
     if outcomes:
         lines += ["", "Results of the garbage requests: " + ", ".join(f"{k} {v}" for k, v in outcomes)]
