@@ -87,9 +87,7 @@ final class ChildProcess: Sendable {
         }
 
         let child = ChildProcess(pid: pid)
-        let thread = Thread { child.reap() }
-        thread.name = "child-reaper"
-        thread.start()
+        SystemThread.start(name: "child-reaper") { child.reap() }
         return child
     }
 

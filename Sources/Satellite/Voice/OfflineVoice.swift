@@ -51,7 +51,7 @@ public final class OfflineVoice: Sendable {
             return true
         }
         guard start else { return }
-        let thread = Thread { [self] in
+        SystemThread.start(name: "espeak-ng") { [self] in
             let audio = synthesize()
             let waiters = preparation.withLock { state in
                 defer { state = .done(audio) }
@@ -60,8 +60,6 @@ public final class OfflineVoice: Sendable {
             }
             for waiter in waiters { waiter.resume(returning: audio) }
         }
-        thread.name = "espeak-ng"
-        thread.start()
     }
 
     /// The notice as audio, once it is ready; nil when espeak-ng could not say it (the journal says why).

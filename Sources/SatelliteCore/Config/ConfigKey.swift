@@ -193,7 +193,7 @@ extension ConfigKey {
     }
 
     static func voiceName(_ text: String) throws(Rejection) -> String? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let trimmed = text.trimmingSpaces()
         guard !trimmed.isEmpty, trimmed.count <= 64, !hasControlCharacters(trimmed) else {
             throw Rejection("an espeak-ng language or voice name such as \"en\", \"en-us\" or \"de\"")
         }
@@ -201,7 +201,7 @@ extension ConfigKey {
     }
 
     static func noticeText(_ text: String) throws(Rejection) -> String? {
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = text.trimmed()
         guard !trimmed.isEmpty, trimmed.count <= 200, !hasControlCharacters(trimmed) else {
             throw Rejection("a sentence of 1 to 200 characters")
         }

@@ -42,10 +42,8 @@ public enum ConfigLoader {
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
-            let reason = ((error as? CocoaError)?.underlying as? POSIXError).map { String(cString: strerror($0.code.rawValue)) }
-                ?? "\(error)"
             throw ConfigError(file: path, keyPath: nil, message:
-                "it cannot be read (\(reason)); make it readable by the user the daemon runs as")
+                "it cannot be read (\(error.fileReason)); make it readable by the user the daemon runs as")
         }
         return try decode(data, file: path, hostName: hostName)
     }

@@ -79,7 +79,7 @@ public enum ResultText {
     }
 
     static func gigabytes(_ value: Double) -> String {
-        value.rounded() == value ? String(Int(value)) : String(format: "%.1f", value)
+        value.rounded() == value ? String(Int(value)) : String((value * 10).rounded() / 10)
     }
 
     static func serverService(_ r: JSONValue) -> String {

@@ -58,9 +58,8 @@ public struct HookCommand: Sendable, Equatable {
         guard let program = words.first else { return .failure(ShellWords.Failure("there is no program")) }
         let manager = FileManager.default
         func runnable(_ path: String) -> Bool {
-            var isDirectory: ObjCBool = false
-            return manager.fileExists(atPath: path, isDirectory: &isDirectory) && !isDirectory.boolValue
-                && manager.isExecutableFile(atPath: path)
+            var info = stat()
+            return stat(path, &info) == 0 && info.st_mode & S_IFMT != S_IFDIR && manager.isExecutableFile(atPath: path)
         }
         if program.hasPrefix("/") {
             guard runnable(program) else {

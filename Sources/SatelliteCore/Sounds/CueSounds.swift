@@ -39,9 +39,8 @@ public struct CueSounds: Sendable, Equatable {
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
-            let reason = (error as NSError).localizedFailureReason ?? error.localizedDescription
             throw refuse(FileManager.default.fileExists(atPath: path)
-                ? "cannot be read (\(reason)); make it readable by the user the daemon runs as" : "does not exist")
+                ? "cannot be read (\(error.fileReason)); make it readable by the user the daemon runs as" : "does not exist")
         }
         let audio: PCMAudio
         do {
