@@ -1,7 +1,12 @@
 // parlour-satellite: the daemon. It reads its command line and config, refuses
 // to start on a bad config (naming the file and the key), and runs until
 // SIGTERM or SIGINT, after which it exits 0.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
 import Satellite
 import SatelliteCore
 

@@ -4,7 +4,11 @@
 // the thread must notice a stop even when no data comes (snd_pcm_wait with a
 // period's timeout), and the handle is closed by that thread alone, once.
 import CALSA
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Synchronization
 
 /// What the capture thread hands over: one period of samples, or why it ended.

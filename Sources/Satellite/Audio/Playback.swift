@@ -5,7 +5,11 @@
 // Cues (the awake, done and error sounds) go through here too, so they never
 // play over an answer: a cue stops an earlier cue, an answer stops a cue, and
 // a cue that comes while an answer plays is skipped (it would be late anyway).
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import SatelliteCore
 import Synchronization
 

@@ -3,7 +3,13 @@
 // through a serial queue with a send timeout, so a client that stops reading
 // cannot stall the daemon. The connection stays open for writing after the
 // client half-closes, until every request it sent has its result.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Dispatch
+import Glibc
 import Synchronization
 import SatelliteCore
 

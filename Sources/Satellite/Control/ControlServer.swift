@@ -3,7 +3,12 @@
 // holds, clearing one a dead daemon left), accepts on a thread of its own, and
 // hands every well-formed request to the handler. A bad line is answered here
 // and never reaches the handler; no line can close the daemon or a connection.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
 import Synchronization
 import SatelliteCore
 

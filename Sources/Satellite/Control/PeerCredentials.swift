@@ -1,7 +1,12 @@
 // Who is on the other end of the control socket, from the kernel (SO_PEERCRED),
 // not from anything the caller says. Glibc hides struct ucred behind
 // _GNU_SOURCE, so its three fields are declared here with the same layout.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
 
 /// The process, user and group of a control socket's peer.
 public struct PeerCredentials: Sendable, Equatable {

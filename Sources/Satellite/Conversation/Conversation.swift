@@ -8,7 +8,11 @@
 // when the utterance ends, error on an error result. When the house cannot be
 // reached, the satellite says so itself (OfflineVoice) and the result says
 // `via: "satellite"`.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import SatelliteCore
 
 /// Runs `listen` and `ask` requests.

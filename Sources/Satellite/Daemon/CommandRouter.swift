@@ -3,7 +3,11 @@
 // goes or the daemon stops. A `listen` or `ask` with a callback is carried to
 // its end whether or not its caller stays, and its result also goes to the
 // callback (without `wait`, the caller is only told it was accepted).
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Synchronization
 import SatelliteCore
 

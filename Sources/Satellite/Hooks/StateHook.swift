@@ -6,7 +6,12 @@
 // the hook always ends up told where things stand. A hook that outlives
 // `hooks.timeoutMs` gets SIGTERM, and SIGKILL 2 s later, with its whole
 // process group. How each run ended goes to the journal.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
 import SatelliteCore
 
 /// The state hook's runner.

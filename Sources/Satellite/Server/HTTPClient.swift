@@ -4,7 +4,11 @@
 // it), and curl must never send the token anywhere but the URL it was given:
 // no redirects, no proxies, http and https only.
 import CCurl
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import SatelliteCore
 import Synchronization
 

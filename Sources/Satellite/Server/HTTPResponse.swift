@@ -2,7 +2,11 @@
 // and the failure when there is no answer. Easy to get wrong: a request's
 // headers hold the token, so neither its description nor a failure may print
 // them, and URLs are shown without their query.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import SatelliteCore
 
 /// One HTTP exchange to make.

@@ -6,7 +6,11 @@
 // (1 s doubling to server.retryMs), and learns from every request whether the
 // server answered. Easy to get wrong: an answer from the server it followed
 // before must not count for the one it follows now.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import SatelliteCore
 
 /// The server in use and the calls the satellite makes to it.

@@ -2,7 +2,11 @@
 // /voice, and the /admin routes, shaped exactly as parlour-protocol.md says. A thin adapter: what answers mean
 // lives in ServerAnswers. Easy to get wrong: the token goes in the header only,
 // never in the query, and never into a message or a description of this value.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import SatelliteCore
 
 /// Talks to one Parlour server over HTTP.

@@ -5,7 +5,11 @@
 // only named in the journal, never contacted; a person may pin while a search
 // is under way (ServerPin then refuses the search's pin); and with server.url
 // set, nothing here may change the choice or send the token anywhere else.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import SatelliteCore
 
 /// Chooses the server in use and keeps the Link on it.

@@ -2,7 +2,11 @@
 // state folder, then PARLOUR_TOKEN. It is read afresh for every request, so
 // `parlourctl token set` or a new pairing takes effect without a restart. The
 // token is handed only to the Link, which sends it only to the server in use.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Where the token is read from.
 public struct TokenStore: Sendable {

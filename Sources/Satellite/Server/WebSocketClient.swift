@@ -5,7 +5,11 @@
 // write per callback; callbacks copy and yield and never block; lws's own log
 // would print URLs and headers, so it is silenced before the first context.
 import CWebSockets
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import SatelliteCore
 import Synchronization
 

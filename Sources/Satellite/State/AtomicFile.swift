@@ -3,7 +3,12 @@
 // temporary must be created with its final mode (a token must never be readable
 // by others, not even for a moment), both it and the folder must be fsynced,
 // and a failure must not leave the temporary behind.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
 import SatelliteCore
 
 /// Atomic replacement and removal of a small file.

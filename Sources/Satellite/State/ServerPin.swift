@@ -3,7 +3,11 @@
 // the bus. Easy to get wrong: a broken pin.json must not stop the daemon nor be
 // deleted behind the person's back (it is reported, and treated as no pin), and
 // server.url in the config always wins.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import SatelliteCore
 
 /// The pinned server, kept in pin.json.

@@ -2,7 +2,11 @@
 // `token clear`. Easy to get wrong: the file is 0600 from the moment it exists,
 // it holds the token alone (and a newline), and no error message may quote it.
 // Reading is TokenStore's job.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import SatelliteCore
 
 /// The token file in the state folder.

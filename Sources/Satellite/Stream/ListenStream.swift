@@ -7,7 +7,11 @@
 // goes in the handshake header only, and no log line carries it. The awake and
 // done cues play as listening starts and ends (the server's listening in wake
 // mode); what the microphone hears meanwhile still goes up.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import SatelliteCore
 
 /// Holds the /listen socket, streams the microphone, plays the replies.

@@ -10,7 +10,12 @@
 // reused), so the reaper first waits without reaping, and signals are sent
 // under the same lock.
 import CSpawn
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
 import Synchronization
 
 /// How a child process ended.

@@ -2,7 +2,12 @@
 // the PARLOUR_* fields people filter on) when stderr is the journal, else one
 // plain line per record on stderr. It is a subscriber of the event bus, so it
 // says exactly what status says. Nothing here ever sees the token.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
 import CSystemd
 import SatelliteCore
 

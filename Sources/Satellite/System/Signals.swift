@@ -2,7 +2,12 @@
 // default action and registered before anything else starts, so an early
 // SIGTERM from systemd is not missed. SIGPIPE is ignored: a client that goes
 // away while the daemon writes to it is an error on that write, not a death.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
 import Dispatch
 
 public enum Signals {

@@ -8,7 +8,12 @@
 // one thread ever calls it), and its synchronous mode blocks, so it never runs
 // on Swift's cooperative pool.
 import CEspeak
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
 import SatelliteCore
 import Synchronization
 

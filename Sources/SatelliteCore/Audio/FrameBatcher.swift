@@ -2,7 +2,11 @@
 // socket. The server cuts what it gets into 80 ms frames (1280 samples) and can
 // judge nothing sooner, so sending each period alone would only quadruple the
 // messages (and per-message work on both sides) for no gain in latency.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Collects samples and hands them out as S16_LE bytes in blocks of `samples`.
 public struct FrameBatcher: Sendable {

@@ -3,7 +3,11 @@
 // Easy to get wrong: trusting a size the file does not back up, the pad byte
 // after an odd chunk, EXTENSIBLE's subformat GUID, and allocating per sample.
 
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Decodes every common WAV layout to 16-bit samples, and writes the one layout /voice takes.
 ///

@@ -2,7 +2,11 @@
 // `-` and `_` for `+` and `/`, and no `=`, so a value survives inside a URL's
 // query unchanged, with no percent-escaping. A callback's `response` is carried
 // this way. Easy to get wrong: a length of 4n+1 characters is never valid.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// base64url without `=` padding.
 public enum Base64URL {

@@ -4,7 +4,11 @@
 // must not collide with it, and a user name or password in the URL would make
 // curl send an Authorization header, so it is refused: nothing that looks like
 // a credential ever leaves with a callback.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// An `http` or `https` URL to call with a request's outcome.
 public struct CallbackURL: Sendable, Equatable, CustomStringConvertible {
@@ -34,7 +38,7 @@ public struct CallbackURL: Sendable, Equatable, CustomStringConvertible {
         guard ServerAddress(text) != nil else {
             return "is not an http:// or https:// URL with a host (and a port from 1 to 65535, if any)"
         }
-        let afterScheme = text[text.range(of: "://")!.upperBound...]
+        let afterScheme = text[text.firstRange(of: "://")!.upperBound...]
         let authority = afterScheme.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
         guard !authority.contains("@") else {
             return "has a user name or password in it, and the satellite sends no credentials with a callback; "
@@ -57,7 +61,7 @@ public struct CallbackURL: Sendable, Equatable, CustomStringConvertible {
     public func url(reporting result: ControlResult) -> String {
         var base = text
         if let hash = base.firstIndex(of: "#") { base = String(base[..<hash]) }
-        let afterScheme = base.range(of: "://")!.upperBound
+        let afterScheme = base.firstRange(of: "://")!.upperBound
         let authorityEnd = base[afterScheme...].firstIndex { $0 == "/" || $0 == "?" } ?? base.endIndex
         if authorityEnd == base.endIndex || base[authorityEnd] != "/" { base.insert("/", at: authorityEnd) }
         if !base.contains("?") {
@@ -84,7 +88,7 @@ public struct CallbackURL: Sendable, Equatable, CustomStringConvertible {
         let query = beforeFragment[beforeFragment.index(after: question)...]
         return query.split(separator: "&").map { pair in
             let name = String(pair.prefix { $0 != "=" })
-            return name.removingPercentEncoding ?? name
+            return PairingLink.percentDecoded(Substring(name)) ?? name
         }
     }
 }

@@ -3,7 +3,11 @@
 // `all`; the loader walks the file against this table, so wrong values and
 // unknown keys are named by their full path without code of their own.
 
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A value a key refused: what the key expected, and how to show what was found
 /// when quoting the value itself would be wrong (it may hold a password).

@@ -3,7 +3,12 @@
 // was expected); unknown keys only warn, so a file written for a newer version
 // still starts. A missing default file is fine, a missing named file is not.
 
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
 
 /// A config that passed, with the warnings to log about it.
 public struct LoadedConfig: Sendable, Equatable {

@@ -2,7 +2,11 @@
 // once here so that the daemon only ever sees well-formed ones. Easy to get
 // wrong: `pair` and `token set` carry the token, so a command's description is
 // its name alone and no refusal here quotes a value.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A command parlourctl (or any other program) sends to the daemon.
 public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {

@@ -1,7 +1,11 @@
 // The control socket's wire format (INTERFACE.md, "The control socket"):
 // newline-delimited JSON, one object a line, at most 64 KiB a line. A bad line
 // is answered with an error result; it never closes the connection.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A request read off the control socket.
 public struct ControlRequest: Sendable, Equatable {

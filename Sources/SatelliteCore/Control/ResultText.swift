@@ -1,6 +1,10 @@
 // What parlourctl prints for a result: a human sentence by default, the result
 // object with --json. Pure, so the words are tested without a daemon.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// parlourctl's rendering of one result.
 public enum ResultText {
@@ -66,7 +70,7 @@ public enum ResultText {
             ? "the same"
             : "\(s.saved.sentence)\n            (differs from the one in force until the agent restarts)"
         let services = s.services.map { service in
-            "\((service.name + ":").padding(toLength: 12, withPad: " ", startingAt: 0))\(service.summary) (\(service.what))\n"
+            "\(padded(service.name + ":", to: 12))\(service.summary) (\(service.what))\n"
         }.joined()
         return """
             Parlour:    \(s.version), role \(s.role)
@@ -76,6 +80,11 @@ public enum ResultText {
             \(services)Memory:     \(gigabytes(s.freeGb)) GB free of \(gigabytes(s.totalGb)) GB
 
             """
+    }
+
+    /// `text` cut or filled with spaces to `width` characters, as a column.
+    static func padded(_ text: String, to width: Int) -> String {
+        text.count >= width ? String(text.prefix(width)) : text + String(repeating: " ", count: width - text.count)
     }
 
     static func gigabytes(_ value: Double) -> String {
@@ -111,7 +120,7 @@ public enum ResultText {
             ServerCheck(name: $0["name"]?.stringValue ?? "?", status: $0["status"]?.stringValue ?? "?", detail: $0["detail"]?.stringValue ?? "")
         }
         let width = checks.map(\.name.count).max() ?? 0
-        let lines = checks.map { "\($0.mark) \($0.name.padding(toLength: width, withPad: " ", startingAt: 0))  \($0.detail)\n" }.joined()
+        let lines = checks.map { "\($0.mark) \(padded($0.name, to: width))  \($0.detail)\n" }.joined()
         let failed = checks.filter { $0.status == "fail" }.count
         let warned = checks.filter { $0.status == "warn" }.count
         var verdict = failed == 0 ? "Nothing is broken" : "\(failed) thing\(failed == 1 ? "" : "s") to fix"

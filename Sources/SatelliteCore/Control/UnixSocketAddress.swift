@@ -1,7 +1,12 @@
 // The control socket's address as the kernel takes it. Both programs bind or
 // connect to a path, and sockaddr_un has room for 107 bytes of it: a longer
 // path must be refused, never cut short (it would name another file).
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
 
 /// A filesystem path as a Unix socket address.
 public struct UnixSocketAddress {

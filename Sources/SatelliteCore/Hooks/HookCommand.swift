@@ -2,7 +2,12 @@
 // program found once, at start, so that a typo stops the daemon with the key
 // named instead of failing quietly on every state change. The words are run
 // with posix_spawn, never through a shell.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
 
 /// A program and its arguments, ready to run.
 public struct HookCommand: Sendable, Equatable {

@@ -3,7 +3,11 @@
 // the daemon's environment, which may hold the token (PARLOUR_TOKEN) or point at
 // it (CREDENTIALS_DIRECTORY); both are removed here, with systemd's per-process
 // variables that belong to the daemon alone.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// One state change, as a state hook receives it.
 public struct StateChange: Sendable, Equatable {

@@ -1,7 +1,11 @@
 // Reading and writing JSON text. Writing is done by hand so that output is
 // compact, keys are sorted (the same object always prints the same line) and
 // whole numbers print without a fraction.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A document that is not JSON, with where it went wrong.
 public struct JSONParseError: Error, Equatable, CustomStringConvertible {

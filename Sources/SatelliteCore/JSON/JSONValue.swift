@@ -1,7 +1,11 @@
 // Every JSON the satellite reads or writes (the config, the control socket, the
 // server's answers) passes through this one value type, so a missing key or a
 // wrong type is found by one piece of code and named the same way everywhere.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A JSON document as a Swift value.
 public enum JSONValue: Sendable, Equatable {

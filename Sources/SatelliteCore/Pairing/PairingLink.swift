@@ -3,7 +3,11 @@
 // It carries the address and the token at once, so the two cannot come from
 // different servers. Easy to get wrong: values are encodeURIComponent text, so
 // a `+` is a plus and never a space; and no refusal may quote the token.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A pairing link: the server, the token that opens it, and what it calls itself.
 public struct PairingLink: Sendable, Equatable {

@@ -2,7 +2,11 @@
 // <state>/pin.json (INTERFACE.md). Easy to get wrong: the file is read at every
 // start, so a broken one must be named with the way out (`parlourctl unpin`),
 // and `configured` is never written there: the config says that, not the file.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A pinned server: only it gets a request or the token.
 public struct Pin: Sendable, Equatable {

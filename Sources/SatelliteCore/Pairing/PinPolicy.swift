@@ -3,7 +3,11 @@
 // config wins and is never replaced; then a pin; only with neither does the
 // satellite look, and it pins the first server that passes both checks. Easy to
 // get wrong: once pinned, a newcomer is only reported, never contacted.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The pinning rules, as pure functions for the actors that own the pin and the search.
 public enum PinPolicy {

@@ -3,7 +3,11 @@
 // host, and which host and port is it?", and must answer alike. Easy to get
 // wrong: IPv6 hosts come in brackets, a host may end in a dot, and a URL with
 // no port means 80 or 443.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Where an `http://` or `https://` server URL points.
 public struct ServerAddress: Sendable, Equatable {

@@ -2,7 +2,11 @@
 // checked by one piece of code and a wrong one is named the same way: which
 // route, which key (with its path, such as pipeline.concurrency), and what was
 // expected. Never a crash on HTML, a list, or a number where text should be.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// One JSON object from the server (or an object inside one); each failure is a `bad_answer`.
 struct AnswerReader {

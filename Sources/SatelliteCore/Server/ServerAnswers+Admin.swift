@@ -3,7 +3,11 @@
 // names the route and the key, never a crash and never passed on as if it were
 // the server's word. Refusals (4xx, 5xx) are ServerAnswers.refusal's, as for
 // every route, so the server's own sentence reaches the person unchanged.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension ServerAnswers {
     /// `GET /admin`.

@@ -2,7 +2,11 @@
 // status and every malformed body can be tested without a network. Easy to get
 // wrong: the server's own refusal text must pass through unchanged, and no
 // message may carry the token or a URL's query (parlour-protocol.md 1.2, 1.3).
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// `GET /health`. Older servers send only `ok`, `tools` and `cloud`.
 public struct ServerHealthAnswer: Sendable, Equatable {

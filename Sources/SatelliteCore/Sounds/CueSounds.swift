@@ -2,7 +2,11 @@
 // WAV file from the config, or none. A file that is missing, unreadable, not a
 // WAV this satellite can play, or too long stops the daemon with the key named,
 // rather than failing quietly the first time someone speaks.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The sounds played for the cues, in memory.
 public struct CueSounds: Sendable, Equatable {

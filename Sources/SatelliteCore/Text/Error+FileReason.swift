@@ -2,7 +2,11 @@
 // the config and the cue sounds. Foundation's NSError gave this as its localized
 // failure reason; FoundationEssentials, which the daemon links alone, has no
 // NSError, but its CocoaError carries the errno.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Glibc
 
 extension Error {
