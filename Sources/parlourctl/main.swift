@@ -6,11 +6,14 @@ import SatelliteCore
 
 signal(SIGPIPE, SIG_IGN)
 
+let environment = ProcessInfo.processInfo.environment
+let plain = ResultText.prefersPlain(environment: environment)
+
 func finish(_ command: ControlCommand, _ result: ControlResult, json: Bool) -> Never {
-    let text = ResultText.render(command, result, json: json)
+    let text = ResultText.render(command, result, json: json, plain: plain)
     FileHandle.standardOutput.write(Data(text.out.utf8))
     FileHandle.standardError.write(Data(text.err.utf8))
-    exit(result.exitCode)
+    exit(ResultText.exitCode(command, result))
 }
 
 func run(_ command: ControlCommand, json: Bool, socket: String) -> Never {
@@ -41,7 +44,6 @@ func run(_ command: ControlCommand, json: Bool, socket: String) -> Never {
     finish(command, .failure(.daemonUnavailable, "The satellite closed the connection before answering; see journalctl -u parlour-satellite."), json: json)
 }
 
-let environment = ProcessInfo.processInfo.environment
 switch ParlourctlCommandLine.parse(Array(CommandLine.arguments.dropFirst())) {
 case .failure(let usage):
     FileHandle.standardError.write(Data((usage.description + "\n").utf8))
@@ -82,5 +84,7 @@ case .success(let invocation):
         }
     case .setTokenFromInput:
         run(.tokenSet(token: Input.readAll()), json: invocation.json, socket: socket)
+    case .setup:
+        SetupSession.run(socket: socket, json: invocation.json, plain: plain)
     }
 }

@@ -11,14 +11,21 @@ public final class CommandRouter: ControlHandler {
     private let chooser: ServerChooser
     private let board: StatusBoard
     private let bus: EventBus
+    private let doctor: Doctor
+    private let capture: AudioCapture
+    private let keeper: StateKeeper
     private struct Watch { let task: Task<Void, Never>; let id: JSONValue; let connection: ControlConnection }
     private let watches = Mutex<[ObjectIdentifier: Watch]>([:])
 
-    public init(conversation: Conversation, chooser: ServerChooser, board: StatusBoard, bus: EventBus) {
+    public init(conversation: Conversation, chooser: ServerChooser, board: StatusBoard, bus: EventBus, doctor: Doctor,
+                capture: AudioCapture, keeper: StateKeeper) {
         self.conversation = conversation
         self.chooser = chooser
         self.board = board
         self.bus = bus
+        self.doctor = doctor
+        self.capture = capture
+        self.keeper = keeper
     }
 
     public func handle(_ request: ControlRequest, on connection: ControlConnection) async {
@@ -57,6 +64,10 @@ public final class CommandRouter: ControlHandler {
             result = await chooser.setToken(token)
         case .tokenClear:
             result = await chooser.clearToken()
+        case .doctor:
+            result = .completed(await doctor.run().json)
+        case .meter(let seconds):
+            result = await meter(seconds, on: connection)
         }
         connection.finish(id: request.id, result)
     }
@@ -67,6 +78,34 @@ public final class CommandRouter: ControlHandler {
         if let watch = watches.withLock({ $0.removeValue(forKey: ObjectIdentifier(connection)) }) {
             await end(watch, .cancelledByUser)
         }
+    }
+
+    /// `meter`: a `level` event every 100 ms for `seconds`, then the levels of the whole stretch.
+    /// The microphone is listened in on through its actor, so a conversation keeps it.
+    private func meter(_ seconds: Int, on connection: ControlConnection) async -> ControlResult {
+        if board.current.muted || keeper.state == .muted {
+            return .failure(.muted, "The satellite is muted, so the microphone stays closed. Unmute it with parlourctl unmute.")
+        }
+        let chunks: AsyncStream<CaptureChunk>
+        do {
+            chunks = try await capture.listenIn(for: .seconds(seconds))
+        } catch {
+            return .failure(.microphoneUnavailable, "The microphone \(error.device) cannot be opened: \(error.reason).")
+        }
+        var meter = LevelMeter()
+        for await chunk in chunks {
+            switch chunk {
+            case .samples(let samples):
+                for level in meter.add(samples) {
+                    guard case .object(var fields) = LevelMeter.event(level) else { continue }
+                    fields["v"] = .number(Double(ControlProtocol.version))
+                    connection.send(JSONValue.object(fields).text)
+                }
+            case .failed(let error):
+                return .failure(.microphoneUnavailable, "The microphone \(error.device) failed while listening: \(error.reason).")
+            }
+        }
+        return .completed(meter.result)
     }
 
     private func startWatch(_ id: JSONValue, on connection: ControlConnection) {

@@ -26,6 +26,10 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
     /// Store a new token (it never travels on a command line, only in this request).
     case tokenSet(token: String)
     case tokenClear
+    /// Runs every check of `parlourctl doctor`.
+    case doctor
+    /// Listens in on the microphone for `seconds`, sending a `level` event every 100 ms (for setup's meter).
+    case meter(seconds: Int)
 
     /// The name alone: the arguments of `pair` and `token set` are secrets.
     public var description: String { name }
@@ -45,11 +49,13 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
         case .unpin: "unpin"
         case .tokenSet: "token set"
         case .tokenClear: "token clear"
+        case .doctor: "doctor"
+        case .meter: "meter"
         }
     }
 
     public static let names = ["status", "watch", "version", "listen", "end", "cancel", "ask",
-                               "servers", "pair", "use", "unpin", "token set", "token clear"]
+                               "servers", "pair", "use", "unpin", "token set", "token clear", "doctor", "meter"]
 
     var arguments: [String: JSONValue] {
         switch self {
@@ -58,6 +64,7 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
         case .pair(let link): return ["link": .string(link)]
         case .use(let url): return ["url": .string(url)]
         case .tokenSet(let token): return ["token": .string(token)]
+        case .meter(let seconds): return ["seconds": .number(Double(seconds))]
         default: return [:]
         }
     }
@@ -79,6 +86,16 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
         case "servers": return .success(.servers)
         case "unpin": return .success(.unpin)
         case "token clear": return .success(.tokenClear)
+        case "doctor": return .success(.doctor)
+        case "meter":
+            switch fields["seconds"] {
+            case nil, .null?: return .success(.meter(seconds: 5))
+            case let value?:
+                guard let seconds = value.intValue, (1...30).contains(seconds) else {
+                    return bad("\"seconds\" must be a whole number from 1 to 30, not \(value.text).")
+                }
+                return .success(.meter(seconds: seconds))
+            }
         case "pair":
             guard let link = nonEmpty("link") else { return bad("pair needs \"link\", the parlour://pair?... link as a string.") }
             return .success(.pair(link: link))
