@@ -32,6 +32,9 @@ struct ParlourctlCommandLineTests {
         (["unpin"], run(.unpin)),
         (["token", "set"], ParlourctlInvocation(action: .setTokenFromInput)),
         (["token", "clear"], run(.tokenClear)),
+        (["doctor"], run(.doctor)),
+        (["doctor", "--json"], run(.doctor, json: true)),
+        (["setup"], ParlourctlInvocation(action: .setup)),
     ])
     func understood(arguments: [String], expected: ParlourctlInvocation) {
         #expect(ParlourctlCommandLine.parse(arguments) == .success(expected))
@@ -61,6 +64,7 @@ struct ParlourctlCommandLineTests {
         (["pair"], "Error: Missing expected argument '<link>'.\nSee 'parlourctl pair --help'."),
         (["token"], "Error: Missing expected argument '<subcommand>' after 'token'.\nSee 'parlourctl --help'."),
         // The argument is probably the token: the refusal does not quote it.
+        (["doctor", "now"], "Error: Unexpected argument 'now'.\nSee 'parlourctl doctor --help'."),
         (["token", "set", "s3cret-token"],
          "Error: token set takes no argument: the token would show in the process list. "
             + "Give it on standard input: parlourctl token set < FILE.\nSee 'parlourctl token set --help'."),
@@ -116,6 +120,8 @@ struct ParlourctlCommandLineTests {
 
             SUBCOMMANDS:
               status                  Print the state of the satellite and its server.
+              setup                   Walk through setting the satellite up, step by step.
+              doctor                  Check what the satellite needs, and how to fix it.
               watch                   Print events as they happen until interrupted.
               listen                  Listen now and print what was heard and the reply.
               cancel                  Stop the capture or the playback under way.
@@ -193,6 +199,21 @@ struct ParlourctlCommandLineTests {
               --socket <path>         Talk to the daemon through this socket.
               -h, --help              Show help information.
             """),
+        ("doctor", """
+            OVERVIEW: Check what the satellite needs, and how to fix it.
+
+            Checks, in this order: microphone, speaker, audio_group, avahi,
+            server_seen, server_pinned, token, clock, state_folder, socket. Each is
+            ok, warn or fail, with what was found and the command that fixes it.
+            Exits 1 when any check failed, else 0.
+
+            USAGE: parlourctl doctor [--json] [--socket <path>]
+
+            OPTIONS:
+              --json                  Print the result as JSON.
+              --socket <path>         Talk to the daemon through this socket.
+              -h, --help              Show help information.
+            """),
         ("version", """
             OVERVIEW: Print the versions of both programs and the protocol.
 
@@ -231,7 +252,8 @@ struct ParlourctlCommandLineTests {
 
     @Test("every command parlourctl sends is one the daemon takes")
     func commandsExist() {
-        for spec in ParlourctlCommandLine.commands where !spec.meta {
+        // setup is a walk that sends other commands (SetupFlowTests).
+        for spec in ParlourctlCommandLine.commands where !spec.meta && spec.name != "setup" {
             #expect(ControlCommand.names.contains(spec.name))
         }
     }

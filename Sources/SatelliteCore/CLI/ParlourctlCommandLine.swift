@@ -54,7 +54,7 @@ public enum ParlourctlCommandLine {
                         (what was set). Run it again any time: Enter keeps what is set. It needs
                         a terminal; without one, use parlourctl pair - and parlourctl room NAME.
                         """) { _ in .setup },
-        CommandSpec(name: "doctor", abstract: "Check what the satellite needs, and say how to fix each problem.",
+        CommandSpec(name: "doctor", abstract: "Check what the satellite needs, and how to fix it.",
                     discussion: """
                         Checks, in this order: microphone, speaker, audio_group, avahi,
                         server_seen, server_pinned, token, clock, state_folder, socket. Each is
