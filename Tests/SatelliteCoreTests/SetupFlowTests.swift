@@ -160,6 +160,10 @@ struct SetupFlowTests {
         #expect(walk.prompt == "Give a number from 1 to 2 [Enter goes back]: ")
         walk.type("2")
         #expect(walk.request == ["cmd": "use", "url": "http://attic.local:8765"])
+        walk.answer(.failure(.notPaired, "The server asks for a token and none is set."))
+        #expect(walk.text.hasPrefix("Parlour on attic answers, and asks for a token this satellite does not have yet.\n"))
+        walk.type("tok-000")
+        walk.answer(.completed(["stored": true]))
         walk.answer(.failure(.tokenRefused, "refused"))
         #expect(walk.text.hasPrefix("Parlour on attic answered, but does not take the token this satellite has.\n"))
         guard case .ask(_, let prompt, let secret) = walk.action else { Issue.record("no token asked"); return }

@@ -229,17 +229,19 @@ public struct SetupFlow: Sendable {
 
     /// The end of `pair` (`chosen` nil) or of `use`.
     private mutating func connected(_ result: ControlResult, to chosen: Server?) -> SetupAction {
-        switch result {
-        case .completed(let response):
+        switch (result, chosen) {
+        case (.completed(let response), _):
             let pin = response["server"]
             let url = pin?["url"]?.stringValue ?? chosen?.url ?? "?"
             server = Server(url: url, name: pin?["name"]?.stringValue ?? chosen?.name ?? url, how: pin?["how"]?.stringValue)
             paired = true
             say("Paired with \(server.map(Self.describe) ?? url).\n")
             return voiceStep()
-        case .error(let error) where error.code == .tokenRefused && chosen != nil:
-            say("\(chosen?.name ?? "The server") answered, but does not take the token this satellite has.\n")
-            return askToken(for: chosen!)
+        case (.error(let error), let chosen?) where error.code == .tokenRefused || error.code == .notPaired:
+            say(error.code == .notPaired
+                ? "\(chosen.name) answers, and asks for a token this satellite does not have yet.\n"
+                : "\(chosen.name) answered, but does not take the token this satellite has.\n")
+            return askToken(for: chosen)
         default:
             say("Could not pair: \(Self.message(result))\n")
             return askConnect()
