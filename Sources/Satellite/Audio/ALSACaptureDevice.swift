@@ -122,6 +122,9 @@ public final class ALSACaptureDevice: @unchecked Sendable {
         }
     }
 
+    /// True once the device is closed (stopped, failed, or its consumer left).
+    public var isClosed: Bool { life.withLock { $0.closed } }
+
     /// A copy of every chunk from now on, for someone who only listens in (doctor, the level
     /// meter) while the consumer keeps the device; it ends when the device closes.
     public func copies() -> AsyncStream<CaptureChunk> {

@@ -56,7 +56,7 @@ public actor AudioCapture {
     public func listenIn(for duration: Duration) async throws(ALSAError) -> AsyncStream<CaptureChunk> {
         let source: AsyncStream<CaptureChunk>
         var owned: ALSACaptureDevice?
-        if let current {
+        if let current, !current.isClosed {
             source = current.copies()
         } else {
             source = try await open()

@@ -1,0 +1,64 @@
+// AudioCapture.listenIn against real ALSA (the file plugin over the paced test
+// card): doctor and the level meter hear the microphone without taking it from
+// the one consumer, and give it up the moment a consumer wants it.
+import Foundation
+import Testing
+import SatelliteCore
+import Satellite
+
+@Suite("listening in on the microphone", .timeLimit(.minutes(1)))
+struct ListenInTests {
+    private func ramp(_ count: Int) -> [Int16] { (0..<count).map { Int16(truncatingIfNeeded: $0 * 7) } }
+
+    private func samples(_ chunk: CaptureChunk?) -> [Int16]? {
+        if case .samples(let s)? = chunk { return s }
+        return nil
+    }
+
+    @Test("while a consumer holds the microphone, listening in gets a copy of its chunks, and the consumer goes on")
+    func copiesTheConsumer() async throws {
+        let alsa = try ALSAFixture.shared()
+        let infile = alsa.path("ramp.raw")
+        try alsa.writeRaw(ramp(32000), to: infile)
+        let capture = AudioCapture(device: alsa.microphone(infile: infile), bus: EventBus())
+        var consumer = try await capture.open().makeAsyncIterator()
+        #expect(samples(await consumer.next()) != nil)
+
+        let copies = try await capture.listenIn(for: .milliseconds(200))
+        var copied: [[Int16]] = []
+        for await chunk in copies { if let s = samples(chunk) { copied.append(s) } }
+        #expect(copied.count == 10, "200 ms of 20 ms periods")
+
+        // The consumer got every one of those chunks too, and keeps getting more.
+        var seen: [[Int16]] = []
+        while seen.count < 30, let s = samples(await consumer.next()) {
+            seen.append(s)
+            if let last = copied.last, s == last { break }
+        }
+        #expect(copied.allSatisfy(seen.contains), "each copied chunk was the consumer's")
+        #expect(samples(await consumer.next()) != nil, "the microphone is still the consumer's")
+        await capture.close()
+    }
+
+    @Test("alone, listening in opens the microphone, and a consumer's open takes it over at once")
+    func givesWay() async throws {
+        let alsa = try ALSAFixture.shared()
+        let infile = alsa.path("ramp.raw")
+        try alsa.writeRaw(ramp(16000), to: infile)
+        let capture = AudioCapture(device: alsa.microphone(infile: infile), bus: EventBus())
+        var listening = try await capture.listenIn(for: .seconds(10)).makeAsyncIterator()
+        #expect(samples(await listening.next()) == Array(ramp(320)))
+
+        let consumer = try await capture.open()
+        var after = 0
+        while let chunk = await listening.next() {
+            if case .failed(let error) = chunk { Issue.record("giving way reported \(error)") }
+            after += 1
+        }
+        #expect(after < 100, "the listener stopped long before its 10 s")
+        var iterator = consumer.makeAsyncIterator()
+        // A fresh open reads the infile from its start.
+        #expect(samples(await iterator.next()) == Array(ramp(320)))
+        await capture.close()
+    }
+}
