@@ -16,11 +16,13 @@ func finish(_ command: ControlCommand, _ result: ControlResult, json: Bool) -> N
     exit(ResultText.exitCode(command, result))
 }
 
-func run(_ command: ControlCommand, json: Bool, socket: String) -> Never {
+/// Sends `command` and prints its one result. With `callback`, the daemon also sends the
+/// result there; without `wait`, the result here is only that the daemon accepted it.
+func run(_ command: ControlCommand, json: Bool, socket: String, callback: CallbackURL? = nil, wait: Bool = true) -> Never {
     let client: ControlClient
     do {
         client = try ControlClient(path: socket)
-        try client.send(ControlProtocol.encode(command, id: "1"))
+        try client.send(ControlProtocol.encode(command, id: "1", callback: callback, wait: wait))
     } catch {
         finish(command, .error(error), json: json)
     }
@@ -59,6 +61,8 @@ case .success(let invocation):
         run(.version, json: invocation.json, socket: socket)
     case .run(let command):
         run(command, json: invocation.json, socket: socket)
+    case .runWithCallback(let command, let callback, let wait):
+        run(command, json: invocation.json, socket: socket, callback: callback, wait: wait)
     case .pair(let argument, let yes):
         let json = invocation.json
         let text = argument == "-" ? Input.readAll() : argument

@@ -108,6 +108,8 @@ DEFAULT_KNOBS: dict[str, Any] = {
     "adminRepeatMs": 15000,
     "restartManual": False,  # started in a terminal: restart is refused
     "restartDownMs": 1000,  # how long a simulated restart leaves the port closed
+    # The callback sink (/_test/callback).
+    "callbackStatuses": [],  # statuses for the next callbacks, one each, in order; then 200
 }
 
 GARBAGE_KINDS = {None, "json", "html", "wav", "truncated-wav", "wrong-types"}
@@ -123,6 +125,9 @@ def check_knobs(patch: Any) -> str | None:
         return f"unknown knob {', '.join(unknown)}; known: {', '.join(DEFAULT_KNOBS)}"
     if patch.get("garbage", None) not in GARBAGE_KINDS:
         return f"garbage must be one of {sorted(k for k in GARBAGE_KINDS if k)} or null"
+    statuses = patch.get("callbackStatuses", [])
+    if not isinstance(statuses, list) or not all(isinstance(code, int) and 100 <= code <= 599 for code in statuses):
+        return "callbackStatuses must be a list of HTTP statuses (100-599)"
     if "audioFormat" in patch and patch["audioFormat"] not in AUDIO_FORMATS:
         return f"audioFormat must be one of {sorted(AUDIO_FORMATS)}"
     return None
@@ -770,6 +775,7 @@ class TestServer:
         self.host, self.port, self.token, self.name = host, port, token, name
         self.knobs = copy.deepcopy(DEFAULT_KNOBS)
         self.log = Log(log_path, time.monotonic())
+        self.callbacks: list[dict[str, Any]] = []
         self.admin = Admin()
         self.running = 0
         self.live: set[str] = set()
@@ -1202,9 +1208,12 @@ class TestServer:
                     return json_response(400, {"error": problem})
                 self.knobs.update(patch)
             return json_response(200, self.knobs)
+        if request.path == "/_test/callback":
+            return self.callback(request)
         if route == "POST /_test/reset":
             self.knobs = copy.deepcopy(DEFAULT_KNOBS)
             self.log.clear()
+            self.callbacks.clear()
             self.admin = Admin()
             return json_response(200, self.knobs)
         if route == "GET /_test/log":
@@ -1213,11 +1222,42 @@ class TestServer:
                 "requests": self.log.requests,
                 "socket": self.log.socket,
                 "dropped": self.log.dropped,
+                "callbacks": self.callbacks,
             })
         if route == "POST /_test/restart":
             self.schedule_restart()
             return json_response(202, {"restart": "scheduled"})
-        return json_response(404, {"error": "no such test route; try /_test/knobs, /_test/reset, /_test/log, /_test/restart"})
+        return json_response(404, {"error": "no such test route; try /_test/knobs, /_test/reset, /_test/log, /_test/restart, /_test/callback"})
+
+    def callback(self, request: web.BaseRequest) -> web.Response:
+        """The sink a satellite's callbacks are pointed at: logs what came, answers the next of callbackStatuses.
+
+        The request is logged as it came, so a test sees any header or value that should not be there;
+        only the token itself is replaced, and `tokenSeen` says whether it was anywhere in the request.
+        """
+        seen = False
+
+        def scrub(text: str) -> str:
+            nonlocal seen
+            if self.token and self.token in text:
+                seen = True
+                return text.replace(self.token, "<token>")
+            return text
+
+        statuses = self.knobs["callbackStatuses"]
+        status = int(statuses[0]) if statuses else 200
+        self.knobs["callbackStatuses"] = statuses[1:]
+        entry = {
+            "t": self.log.now(),
+            "method": request.method,
+            "path": scrub(request.path),
+            "query": scrub(request.rel_url.raw_query_string),
+            "headers": {scrub(name): scrub(value) for name, value in request.headers.items()},
+            "status": status,
+        }
+        entry["tokenSeen"] = seen
+        self.callbacks.append(entry)
+        return json_response(status, {"ok": 200 <= status < 300})
 
     def from_this_machine(self, request: web.BaseRequest) -> bool:
         """Loopback, or this machine talking to its own address (a test inside a network namespace)."""

@@ -539,6 +539,23 @@ def test_unknown_knobs_are_refused(port):
     assert status == 400 and "delayMS" in body["error"]
 
 
+def test_the_callback_sink_logs_what_came_and_answers_the_statuses_set(port):
+    assert call_json(port, "POST", "/_test/knobs", {"callbackStatuses": [503]}, token=None)[0] == 200
+    status, _, _ = call(port, "GET", "/_test/callback?ctx=a%20b&status=completed&response=eyJ9", token=None)
+    assert status == 503
+    status, _, _ = call(port, "GET", f"/_test/callback?leak={TOKEN}", token=TOKEN)
+    assert status == 200
+    _, log = call_json(port, "GET", "/_test/log", token=None)
+    first, second = log["callbacks"]
+    assert first["query"] == "ctx=a%20b&status=completed&response=eyJ9"
+    assert first["status"] == 503 and first["tokenSeen"] is False
+    assert second["tokenSeen"] is True
+    assert TOKEN not in json.dumps(log)
+    assert second["headers"]["Authorization"] == "Bearer <token>"
+    assert log["requests"] == []
+    assert call_json(port, "POST", "/_test/knobs", {"callbackStatuses": ["x"]}, token=None)[0] == 400
+
+
 def test_sigterm_ends_the_server_with_an_open_socket():
     process, port = start_server("--token", TOKEN)
 

@@ -1,6 +1,8 @@
 // Turns control requests into calls on the actors and writes each one's single
 // result. `watch` turns its connection into a stream of events until the client
-// goes or the daemon stops.
+// goes or the daemon stops. A `listen` or `ask` with a callback is carried to
+// its end whether or not its caller stays, and its result also goes to the
+// callback (without `wait`, the caller is only told it was accepted).
 import Foundation
 import Synchronization
 import SatelliteCore
@@ -11,30 +13,36 @@ public final class CommandRouter: ControlHandler {
     private let chooser: ServerChooser
     private let board: StatusBoard
     private let bus: EventBus
+    private let callbacks: CallbackSender
     private let doctor: Doctor
     private let capture: AudioCapture
     private let keeper: StateKeeper
     private struct Watch { let task: Task<Void, Never>; let id: JSONValue; let connection: ControlConnection }
     private let watches = Mutex<[ObjectIdentifier: Watch]>([:])
 
-    public init(conversation: Conversation, chooser: ServerChooser, board: StatusBoard, bus: EventBus, doctor: Doctor,
-                capture: AudioCapture, keeper: StateKeeper) {
+    public init(conversation: Conversation, chooser: ServerChooser, board: StatusBoard, bus: EventBus, callbacks: CallbackSender,
+                doctor: Doctor, capture: AudioCapture, keeper: StateKeeper) {
         self.conversation = conversation
         self.chooser = chooser
         self.board = board
         self.bus = bus
+        self.callbacks = callbacks
         self.doctor = doctor
         self.capture = capture
         self.keeper = keeper
     }
 
     public func handle(_ request: ControlRequest, on connection: ControlConnection) async {
+        // Registered before the request runs, so that shutdown waits for its callback too.
+        let ticket = request.callback.map { callbacks.expect($0, command: request.command.name) }
+        if !request.wait { connection.finish(id: request.id, .completed(["accepted": true, "id": request.id])) }
         let result: ControlResult
         switch request.command {
         case .status:
             result = .completed(board.current.json)
         case .version:
             result = .completed(["satellite": .string(SatelliteVersion.satellite), "control": .number(Double(ControlProtocol.version)),
+                                 "controlVersions": .array(ControlProtocol.versionsSpoken.map { .number(Double($0)) }),
                                  "parlourProtocol": .string(SatelliteVersion.parlourProtocol)])
         case .watch:
             startWatch(request.id, on: connection)
@@ -69,7 +77,8 @@ public final class CommandRouter: ControlHandler {
         case .meter(let seconds):
             result = await meter(seconds, on: connection)
         }
-        connection.finish(id: request.id, result)
+        if request.wait { connection.finish(id: request.id, result) }
+        if let ticket { callbacks.deliver(result, for: ticket) }
     }
 
     public func readEnded(_ connection: ControlConnection) async {

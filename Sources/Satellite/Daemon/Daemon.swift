@@ -57,10 +57,11 @@ public final class Daemon: Sendable {
                 silenceMs: config.audio.silenceMs, maxUtteranceMs: config.audio.maxUtteranceMs,
                 leadingSilenceMs: config.audio.leadingSilenceMs)),
             capture: capture, playback: playback, link: link, bus: bus, keeper: keeper, stream: stream)
+        let callbacks = CallbackSender(bus: bus)
         let doctor = Doctor(parts: .init(capture: capture, playback: playback, discovery: discovery, pin: pin, link: link,
                                          tokens: tokens, keeper: keeper, board: board), paths: paths)
-        let router = CommandRouter(conversation: conversation, chooser: chooser, board: board, bus: bus, doctor: doctor,
-                                   capture: capture, keeper: keeper)
+        let router = CommandRouter(conversation: conversation, chooser: chooser, board: board, bus: bus, callbacks: callbacks,
+                                   doctor: doctor, capture: capture, keeper: keeper)
 
         let server = try ControlServer(path: paths.socket, handler: router)
         let journalTask = Task { await journal.run(journalEvents, room: config.room) }
@@ -97,6 +98,8 @@ public final class Daemon: Sendable {
         server.stop()
         await conversation.shutdown()
         await router.endWatches()
+        // The turn under way has just ended with shutting_down: its callback goes out now.
+        await callbacks.shutdown()
         for service in services.reversed() { service.cancel() }
         for service in services.reversed() { await service.value }
         await capture.close()

@@ -10,6 +10,8 @@ public struct ParlourctlInvocation: Sendable, Equatable {
         case help(String)
         /// Send this command to the daemon.
         case run(ControlCommand)
+        /// Send this command with a callback URL; without `wait`, return once the daemon accepts it.
+        case runWithCallback(ControlCommand, callback: CallbackURL, wait: Bool)
         /// Print parlourctl's own version (`--version`) without asking the daemon.
         case version
         /// Show the link's server and ask to confirm (unless `yes`), then send `pair`. A link
@@ -64,18 +66,31 @@ public enum ParlourctlCommandLine {
         CommandSpec(name: "watch", abstract: "Print events as they happen until interrupted.",
                     discussion: "With --json, each event is one JSON object on a line of its own.") { _ in .run(.watch) },
         CommandSpec(name: "listen", abstract: "Listen now and print what was heard and the reply.",
-                    discussion: "Listening ends on silence, or with --hold when standard input closes.",
-                    options: [OptionSpec("--hold", help: "Keep listening until standard input closes.")]) { command in
-            .run(.listen(hold: command.flags.contains("--hold")))
+                    discussion: """
+                        Listening ends on silence, or with --hold when standard input closes.
+                        \(callbackDiscussion)
+                        """,
+                    options: [OptionSpec("--hold", help: "Keep listening until standard input closes.")] + callbackOptions) {
+            command throws(UsageError) in
+            let hold = command.flags.contains("--hold")
+            if hold && command.flags.contains("--no-wait") {
+                throw command.usageError("'--no-wait' cannot go with '--hold': a held listen ends when parlourctl's "
+                    + "standard input closes, so parlourctl must stay.")
+            }
+            return try withCallback(.listen(hold: hold), command)
         },
         CommandSpec(name: "cancel", abstract: "Stop the capture or the playback under way.") { _ in .run(.cancel) },
         CommandSpec(name: "ask", abstract: "Ask a question in words and print the reply.",
-                    discussion: "Put -- before a question that starts with a dash.",
-                    arguments: [ArgumentSpec("<text>", .oneOrMore, help: "The question; its words are joined with spaces.")]) {
+                    discussion: """
+                        Put -- before a question that starts with a dash.
+                        \(callbackDiscussion)
+                        """,
+                    arguments: [ArgumentSpec("<text>", .oneOrMore, help: "The question; its words are joined with spaces.")],
+                    options: callbackOptions) {
             command throws(UsageError) in
             let text = command.arguments.flatMap { $0.split(whereSeparator: \.isWhitespace) }.joined(separator: " ")
             guard !text.isEmpty else { throw command.usageError("Missing expected argument '<text> ...'.") }
-            return .run(.ask(text: text))
+            return try withCallback(.ask(text: text), command)
         },
         CommandSpec(name: "servers", abstract: "List the Parlour servers found, the pinned one marked.") { _ in
             .run(.servers)
@@ -121,6 +136,38 @@ public enum ParlourctlCommandLine {
             return .help(text)
         },
     ]
+
+    /// The options of the two commands whose result may go to a callback.
+    static let callbackOptions = [
+        OptionSpec("--callback", value: "<url>", help: "Also send the result to this http(s) URL."),
+        OptionSpec("--no-wait", help: "Return at once; only the callback gets the result."),
+    ]
+
+    static let callbackDiscussion = """
+
+        With --callback, the satellite itself requests the URL when the request
+        ends, even when parlourctl is gone; its query gets status=completed and
+        response=<base64url JSON>, status=cancelled and reason=<reason>, or
+        status=error and error=<code> added. With --no-wait, parlourctl exits 0 as
+        soon as the satellite has accepted the request, and only the callback gets
+        the result.
+        """
+
+    /// `command` as it goes with the callback options of `parsed` (none, `--callback`, `--no-wait`).
+    static func withCallback(_ command: ControlCommand, _ parsed: ParsedCommand) throws(UsageError) -> ParlourctlInvocation.Action {
+        let wait = !parsed.flags.contains("--no-wait")
+        guard let text = parsed.values["--callback"] else {
+            if !wait { throw parsed.usageError("'--no-wait' needs '--callback <url>': without it the result would go nowhere.") }
+            return .run(command)
+        }
+        switch CallbackURL.parse(text) {
+        case .success(let url):
+            return .runWithCallback(command, callback: url, wait: wait)
+        case .failure:
+            let problem = CallbackURL.problem(with: text) ?? "is not a callback URL"
+            throw parsed.usageError("Invalid value for '--callback <url>': \(ServerAnswers.displayURL(text)) \(problem).")
+        }
+    }
 
     public static func parse(_ arguments: [String]) -> Result<ParlourctlInvocation, UsageError> {
         var cursor = ArgumentCursor(arguments)

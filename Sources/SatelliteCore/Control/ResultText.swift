@@ -31,6 +31,10 @@ public enum ResultText {
     }
 
     static func completed(_ command: ControlCommand, _ r: JSONValue, plain: Bool = false) -> String {
+        // `--no-wait`: the daemon took the request, and the callback carries how it ends.
+        if r["accepted"]?.boolValue == true {
+            return "Accepted: the satellite will call the callback URL when the request ends.\n"
+        }
         switch command {
         case .status: return status(r)
         case .listen:
