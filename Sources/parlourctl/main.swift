@@ -46,6 +46,20 @@ func run(_ command: ControlCommand, json: Bool, socket: String, callback: Callba
     finish(command, .failure(.daemonUnavailable, "The satellite closed the connection before answering; see journalctl -u parlour-satellite."), json: json)
 }
 
+/// "Parlour on den (http://den.local:8765)" from the daemon's status, for a question; "the pinned server" when
+/// the daemon cannot say.
+func pinnedServer(socket: String) -> String {
+    guard let client = try? ControlClient(path: socket), (try? client.send(ControlProtocol.encode(.status, id: "1"))) != nil else {
+        return "the pinned server"
+    }
+    while let line = client.readLine() {
+        guard let value = try? JSONValue.parse(line), value["id"] == "1" else { continue }
+        guard let url = value["response"]?["server"]?["url"]?.stringValue else { break }
+        return value["response"]?["server"]?["name"]?.stringValue.map { "\($0) (\(url))" } ?? url
+    }
+    return "the pinned server"
+}
+
 switch ParlourctlCommandLine.parse(Array(CommandLine.arguments.dropFirst())) {
 case .failure(let usage):
     FileHandle.standardError.write(Data((usage.description + "\n").utf8))
@@ -88,6 +102,28 @@ case .success(let invocation):
         }
     case .setTokenFromInput:
         run(.tokenSet(token: Input.readAll()), json: invocation.json, socket: socket)
+    case .stopService(let name, let yes):
+        let command = ControlCommand.serverService(name: name, action: .stop)
+        if !yes {
+            let noTerminal = UsageError("Stopping \(name) changes how the house answers, and there is no terminal to ask on. "
+                + "Add --yes to stop it anyway.", helpCommand: "parlourctl server stop")
+            guard isatty(0) == 1 else {
+                FileHandle.standardError.write(Data((noTerminal.description + "\n").utf8))
+                exit(UsageError.exitCode)
+            }
+            switch Input.confirm("Stop \(name) on \(pinnedServer(socket: socket))? \(Input.stopping(name)) [y/N] ") {
+            case true?: break
+            case false?:
+                let declined = ControlResult.cancelled(.cancelledByUser)
+                if invocation.json { finish(command, declined, json: true) }
+                FileHandle.standardError.write(Data("Not stopped: \(name) was left as it is.\n".utf8))
+                exit(declined.exitCode)
+            case nil:
+                FileHandle.standardError.write(Data((noTerminal.description + "\n").utf8))
+                exit(UsageError.exitCode)
+            }
+        }
+        run(command, json: invocation.json, socket: socket)
     case .setup:
         SetupSession.run(socket: socket, json: invocation.json, plain: plain)
     }

@@ -158,6 +158,14 @@ struct ParlourctlCommandLineTests {
               unpin                   Forget the pinned server and look for one again.
               token set               Store the token read from standard input.
               token clear             Remove the stored token.
+              server status           Print the pinned server's own status.
+              server start            Start one of the server's model servers.
+              server stop             Stop one of the server's model servers.
+              server restart          Restart one of the server's model servers.
+              server pipeline         Change the server's pipeline settings.
+              server doctor           Run the server's own checks.
+              server logs             Print the last lines of one of the server's logs.
+              server restart-agent    Restart the server's agent.
               version                 Print the versions of both programs and the protocol.
 
               See 'parlourctl help <subcommand>' for detailed help.
@@ -266,6 +274,24 @@ struct ParlourctlCommandLineTests {
             USAGE: parlourctl version [--json] [--socket <path>]
 
             OPTIONS:
+              --json                  Print the result as JSON.
+              --socket <path>         Talk to the daemon through this socket.
+              -h, --help              Show help information.
+            """),
+        ("server stop", """
+            OVERVIEW: Stop one of the server's model servers.
+
+            The house cannot answer the same way without it, so this asks first on
+            a terminal; --yes skips the question, and without a terminal --yes is
+            needed.
+
+            USAGE: parlourctl server stop [--yes] [--json] [--socket <path>] <name>
+
+            ARGUMENTS:
+              <name>                  The model server: llm or whisper.
+
+            OPTIONS:
+              --yes                   Stop without asking to confirm.
               --json                  Print the result as JSON.
               --socket <path>         Talk to the daemon through this socket.
               -h, --help              Show help information.

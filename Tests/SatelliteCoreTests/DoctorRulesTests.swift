@@ -124,7 +124,8 @@ struct DoctorRulesTests {
         #expect(refused.status == .fail && refused.fix == "parlourctl pair LINK   # run parlour pair on the server for the link")
         #expect(refused.detail == "http://den.local:8765 refused the token (from /var/lib/parlour-satellite/token (the state folder)).")
         let credential = DoctorRules.token(source: Self.credential, .refused, url: "http://den.local:8765")
-        #expect(credential.fix?.hasPrefix("sudo systemctl edit parlour-satellite") == true)
+        #expect(credential.fix == "systemctl cat parlour-satellite | grep LoadCredential   # the token file it names wins over "
+            + "pairing: put the right token there, then sudo systemctl restart parlour-satellite")
         let down = DoctorRules.token(source: .environment(name: "PARLOUR_TOKEN"), .unchecked("the server does not answer /health."),
                                      url: "http://den.local:8765")
         #expect(down.status == .warn)

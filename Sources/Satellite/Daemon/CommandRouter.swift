@@ -11,6 +11,7 @@ import SatelliteCore
 public final class CommandRouter: ControlHandler {
     private let conversation: Conversation
     private let chooser: ServerChooser
+    private let admin: ServerAdmin
     private let board: StatusBoard
     private let bus: EventBus
     private let callbacks: CallbackSender
@@ -20,10 +21,11 @@ public final class CommandRouter: ControlHandler {
     private struct Watch { let task: Task<Void, Never>; let id: JSONValue; let connection: ControlConnection }
     private let watches = Mutex<[ObjectIdentifier: Watch]>([:])
 
-    public init(conversation: Conversation, chooser: ServerChooser, board: StatusBoard, bus: EventBus, callbacks: CallbackSender,
-                doctor: Doctor, capture: AudioCapture, keeper: StateKeeper) {
+    public init(conversation: Conversation, chooser: ServerChooser, admin: ServerAdmin, board: StatusBoard, bus: EventBus,
+                callbacks: CallbackSender, doctor: Doctor, capture: AudioCapture, keeper: StateKeeper) {
         self.conversation = conversation
         self.chooser = chooser
+        self.admin = admin
         self.board = board
         self.bus = bus
         self.callbacks = callbacks
@@ -72,6 +74,21 @@ public final class CommandRouter: ControlHandler {
             result = await chooser.setToken(token)
         case .tokenClear:
             result = await chooser.clearToken()
+        case .serverStatus:
+            result = await admin.status()
+        case .serverService(let name, let action):
+            result = await admin.service(name, action)
+            bus.publish(.finished(command: request.command.name, result: result))
+        case .serverPipeline(let change):
+            result = await admin.pipeline(change)
+            bus.publish(.finished(command: "server pipeline", result: result))
+        case .serverDoctor:
+            result = await admin.doctor()
+        case .serverLogs(let service, let lines):
+            result = await admin.logs(service, lines: lines)
+        case .serverRestartAgent:
+            result = await admin.restartAgent()
+            bus.publish(.finished(command: "server restart-agent", result: result))
         case .doctor:
             result = .completed(await doctor.run().json)
         case .meter(let seconds):

@@ -60,8 +60,8 @@ public final class Daemon: Sendable {
         let callbacks = CallbackSender(bus: bus)
         let doctor = Doctor(parts: .init(capture: capture, playback: playback, discovery: discovery, pin: pin, link: link,
                                          tokens: tokens, keeper: keeper, board: board), paths: paths)
-        let router = CommandRouter(conversation: conversation, chooser: chooser, board: board, bus: bus, callbacks: callbacks,
-                                   doctor: doctor, capture: capture, keeper: keeper)
+        let router = CommandRouter(conversation: conversation, chooser: chooser, admin: ServerAdmin(link: link), board: board, bus: bus,
+                                   callbacks: callbacks, doctor: doctor, capture: capture, keeper: keeper)
 
         let server = try ControlServer(path: paths.socket, handler: router)
         let journalTask = Task { await journal.run(journalEvents, room: config.room) }

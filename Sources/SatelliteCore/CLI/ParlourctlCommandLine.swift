@@ -19,6 +19,8 @@ public struct ParlourctlInvocation: Sendable, Equatable {
         case pair(link: String, yes: Bool)
         /// Read the token from standard input, then send `token set`.
         case setTokenFromInput
+        /// Ask on the terminal before stopping a model server (unless `yes`), then send `server stop`.
+        case stopService(name: String, yes: Bool)
         /// Walk through setup on the terminal (SetupFlow), sending a request at each step.
         case setup
     }
@@ -45,6 +47,8 @@ public enum ParlourctlCommandLine {
         OptionSpec("--json", help: "Print the result as JSON."),
         OptionSpec("--socket", value: "<path>", help: "Talk to the daemon through this socket."),
     ]
+
+    static let serviceArgument = ArgumentSpec("<name>", .one, help: "The model server: llm or whisper.")
 
     /// Every command, in the order help lists them.
     static let commands: [CommandSpec] = [
@@ -124,6 +128,78 @@ public enum ParlourctlCommandLine {
                     refusesArguments: "token set takes no argument: the token would show in the process list. "
                         + "Give it on standard input: parlourctl token set < FILE.") { _ in .setTokenFromInput },
         CommandSpec(name: "token clear", abstract: "Remove the stored token.") { _ in .run(.tokenClear) },
+        CommandSpec(name: "server status", abstract: "Print the pinned server's own status.",
+                    discussion: """
+                        Its version, whether its agent restarts by itself, the pipeline in force
+                        and the one saved, each model server, and its memory. Every server
+                        command goes through the satellite to the pinned server only, with the
+                        token, over the server's /admin routes.
+                        """) { _ in .run(.serverStatus) },
+        CommandSpec(name: "server start", abstract: "Start one of the server's model servers.",
+                    discussion: "Loading a model can take up to a minute; the satellite waits for it.",
+                    arguments: [serviceArgument]) { command in
+            .run(.serverService(name: command.arguments[0], action: .start))
+        },
+        CommandSpec(name: "server stop", abstract: "Stop one of the server's model servers.",
+                    discussion: """
+                        The house cannot answer the same way without it, so this asks first on
+                        a terminal; --yes skips the question, and without a terminal --yes is
+                        needed.
+                        """,
+                    arguments: [serviceArgument],
+                    options: [OptionSpec("--yes", help: "Stop without asking to confirm.")]) { command in
+            .stopService(name: command.arguments[0], yes: command.flags.contains("--yes"))
+        },
+        CommandSpec(name: "server restart", abstract: "Restart one of the server's model servers.",
+                    discussion: "Loading a model can take up to a minute; the satellite waits for it.",
+                    arguments: [serviceArgument]) { command in
+            .run(.serverService(name: command.arguments[0], action: .restart))
+        },
+        CommandSpec(name: "server pipeline", abstract: "Change the server's pipeline settings.",
+                    discussion: """
+                        Only the settings that differ from the server's saved ones are sent. A
+                        value outside the server's bounds is refused before anything is sent.
+                        The server restarts its agent to use them when it can.
+                        """,
+                    options: [
+                        OptionSpec("--concurrency", value: "<n>", help: "Run this many requests at once across the house (1-4)."),
+                        OptionSpec("--queue-depth", value: "<n>", help: "Let this many requests wait per room (1-10)."),
+                        OptionSpec("--max-tasks", value: "<n>", help: "Split a request into at most this many tasks (1-10)."),
+                        OptionSpec("--timeout", value: "<seconds>", help: "Give up on a request after this many seconds (5-300)."),
+                        OptionSpec("--triage", value: "<when>", help: "Read requests first: auto, always or never."),
+                    ]) { command throws(UsageError) in
+            var change = PipelineChange()
+            for setting in PipelineSetting.allCases {
+                guard let text = command.values[setting.option] else { continue }
+                guard let value = setting.parse(option: text), change.set(setting, value) else {
+                    throw command.usageError("'\(setting.option)' must be \(setting.expectedOption) (the server's bounds), not '\(text)'.")
+                }
+            }
+            guard !change.isEmpty else {
+                throw command.usageError("Give at least one setting to change: "
+                    + PipelineSetting.allCases.map(\.option).joined(separator: ", ") + ".")
+            }
+            return .run(.serverPipeline(change))
+        },
+        CommandSpec(name: "server doctor", abstract: "Run the server's own checks.",
+                    discussion: "The checks can take up to a minute; the satellite waits for them.") { _ in .run(.serverDoctor) },
+        CommandSpec(name: "server logs", abstract: "Print the last lines of one of the server's logs.",
+                    arguments: [ArgumentSpec("<log>", .one, help: "agent, llm or whisper.")],
+                    options: [OptionSpec("--lines", value: "<n>", help: "Print this many lines (1-200; 50 if not given).")]) {
+            command throws(UsageError) in
+            var lines: Int?
+            if let text = command.values["--lines"] {
+                guard let count = Int(text), count >= 1 else {
+                    throw command.usageError("'--lines' must be a whole number of at least 1, not '\(text)'.")
+                }
+                lines = count
+            }
+            return .run(.serverLogs(service: command.arguments[0], lines: lines))
+        },
+        CommandSpec(name: "server restart-agent", abstract: "Restart the server's agent.",
+                    discussion: "The house stops answering for a few seconds while it starts again.") { _ in
+            .run(.serverRestartAgent)
+        },
         CommandSpec(name: "version", abstract: "Print the versions of both programs and the protocol.") { _ in
             .run(.version)
         },

@@ -26,6 +26,18 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
     /// Store a new token (it never travels on a command line, only in this request).
     case tokenSet(token: String)
     case tokenClear
+    /// The pinned server's own status (`GET /admin`).
+    case serverStatus
+    /// Starts, stops or restarts one of the server's model servers (`llm`, `whisper`).
+    case serverService(name: String, action: ServiceAction)
+    /// Saves the settings of `change` that differ from the server's saved pipeline.
+    case serverPipeline(PipelineChange)
+    /// The server's own checks.
+    case serverDoctor
+    /// The last lines of one of the server's logs (`agent`, `llm`, `whisper`); nil: the server's default.
+    case serverLogs(service: String, lines: Int?)
+    /// Restarts the server's agent.
+    case serverRestartAgent
     /// Runs every check of `parlourctl doctor`.
     case doctor
     /// Listens in on the microphone for `seconds`, sending a `level` event every 100 ms (for setup's meter).
@@ -49,13 +61,21 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
         case .unpin: "unpin"
         case .tokenSet: "token set"
         case .tokenClear: "token clear"
+        case .serverStatus: "server status"
+        case .serverService(_, let action): "server \(action.rawValue)"
+        case .serverPipeline: "server pipeline"
+        case .serverDoctor: "server doctor"
+        case .serverLogs: "server logs"
+        case .serverRestartAgent: "server restart-agent"
         case .doctor: "doctor"
         case .meter: "meter"
         }
     }
 
     public static let names = ["status", "watch", "version", "listen", "end", "cancel", "ask",
-                               "servers", "pair", "use", "unpin", "token set", "token clear", "doctor", "meter"]
+                               "servers", "pair", "use", "unpin", "token set", "token clear",
+                               "server status", "server start", "server stop", "server restart", "server pipeline",
+                               "server doctor", "server logs", "server restart-agent", "doctor", "meter"]
 
     var arguments: [String: JSONValue] {
         switch self {
@@ -64,6 +84,12 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
         case .pair(let link): return ["link": .string(link)]
         case .use(let url): return ["url": .string(url)]
         case .tokenSet(let token): return ["token": .string(token)]
+        case .serverService(let name, _): return ["name": .string(name)]
+        case .serverPipeline(let change): return change.fields
+        case .serverLogs(let service, let lines):
+            var fields: [String: JSONValue] = ["service": .string(service)]
+            if let lines { fields["lines"] = .number(Double(lines)) }
+            return fields
         case .meter(let seconds): return ["seconds": .number(Double(seconds))]
         default: return [:]
         }
@@ -86,6 +112,23 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
         case "servers": return .success(.servers)
         case "unpin": return .success(.unpin)
         case "token clear": return .success(.tokenClear)
+        case "server status": return .success(.serverStatus)
+        case "server doctor": return .success(.serverDoctor)
+        case "server restart-agent": return .success(.serverRestartAgent)
+        case "server start", "server stop", "server restart":
+            let action = ServiceAction(rawValue: String(name.dropFirst("server ".count)))!
+            guard let service = nonEmpty("name") else { return bad("\(name) needs \"name\", the model server such as llm or whisper.") }
+            return .success(.serverService(name: service, action: action))
+        case "server pipeline":
+            return PipelineChange.decode(fields).map(ControlCommand.serverPipeline)
+        case "server logs":
+            guard let service = nonEmpty("service") else { return bad("server logs needs \"service\": agent, llm or whisper.") }
+            switch fields["lines"] {
+            case nil, .null?: return .success(.serverLogs(service: service, lines: nil))
+            case let lines?:
+                guard let count = lines.intValue, count >= 1 else { return bad("\"lines\" must be a whole number of at least 1, not \(lines.text).") }
+                return .success(.serverLogs(service: service, lines: count))
+            }
         case "doctor": return .success(.doctor)
         case "meter":
             switch fields["seconds"] {

@@ -227,7 +227,8 @@ public enum DoctorRules {
         case .refused:
             // Pairing stores a token in the state folder, which wins over PARLOUR_TOKEN but not over systemd's credential.
             let fix = source.isCredential
-                ? "sudo systemctl edit parlour-satellite   # LoadCredential=token:FILE wins over pairing; put the right token in FILE"
+                ? "systemctl cat parlour-satellite | grep LoadCredential   # the token file it names wins over pairing: "
+                    + "put the right token there, then \(restart)"
                 : pairFix
             return DoctorCheck(.token, .fail, "\(url ?? "The server") refused the token (\(from)).", fix: fix)
         case .unchecked(let why):
