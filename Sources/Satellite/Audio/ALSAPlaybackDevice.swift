@@ -115,6 +115,10 @@ public final class ALSAPlaybackDevice: @unchecked Sendable {
         var lastDelay = snd_pcm_sframes_t.max
         while !isCancelled(), stalled < 25 {
             if snd_pcm_state(pcm) == SND_PCM_STATE_PREPARED { _ = snd_pcm_start(pcm) }
+            // An underrun means everything queued has been played. Behind `plug` converting 22.05 kHz
+            // (espeak-ng's rate, and `say`'s) snd_pcm_delay still succeeds then, with a delay that
+            // never falls, so the state is checked rather than waiting out the stall.
+            if snd_pcm_state(pcm) == SND_PCM_STATE_XRUN { break }
             var delay: snd_pcm_sframes_t = 0
             // An error here is an underrun: everything queued has been played.
             guard snd_pcm_delay(pcm, &delay) == 0, delay > periodFrames else { break }

@@ -37,6 +37,11 @@ public struct SetupExtra: Sendable {
                 return "one recording per parlourctl listen (record)"
             },
             change: .elsewhere("Set transport and wake in \(SatellitePaths.defaultConfig), then restart the satellite.")),
+        SetupExtra(
+            title: "Spoken notice when the house cannot be reached",
+            current: { _ in "offline.speak in the config, on unless set to false" },
+            change: .elsewhere("Set offline.speak, offline.voice and offline.text in \(SatellitePaths.defaultConfig), "
+                               + "then restart the satellite.")),
     ]
 }
 
