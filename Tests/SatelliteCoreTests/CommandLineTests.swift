@@ -126,6 +126,10 @@ struct ParlourctlCommandLineTests {
               unpin                   Forget the pinned server and look for one again.
               token set               Store the token read from standard input.
               token clear             Remove the stored token.
+              room                    Print the room, or set it from the next request on.
+              mute                    Close the microphone until unmute, over restarts too.
+              unmute                  Let the microphone open again.
+              volume                  Print the speaker's volume, or set it from 0 to 100.
               version                 Print the versions of both programs and the protocol.
 
               See 'parlourctl help <subcommand>' for detailed help.

@@ -9,14 +9,16 @@ import SatelliteCore
 public final class CommandRouter: ControlHandler {
     private let conversation: Conversation
     private let chooser: ServerChooser
+    private let settings: SettingsKeeper
     private let board: StatusBoard
     private let bus: EventBus
     private struct Watch { let task: Task<Void, Never>; let id: JSONValue; let connection: ControlConnection }
     private let watches = Mutex<[ObjectIdentifier: Watch]>([:])
 
-    public init(conversation: Conversation, chooser: ServerChooser, board: StatusBoard, bus: EventBus) {
+    public init(conversation: Conversation, chooser: ServerChooser, settings: SettingsKeeper, board: StatusBoard, bus: EventBus) {
         self.conversation = conversation
         self.chooser = chooser
+        self.settings = settings
         self.board = board
         self.bus = bus
     }
@@ -57,6 +59,18 @@ public final class CommandRouter: ControlHandler {
             result = await chooser.setToken(token)
         case .tokenClear:
             result = await chooser.clearToken()
+        case .room(nil):
+            result = .completed(await settings.room())
+        case .room(let name?):
+            result = await settings.setRoom(name)
+        case .roomReset:
+            result = await settings.resetRoom()
+        case .mute:
+            result = await settings.setMuted(true)
+        case .unmute:
+            result = await settings.setMuted(false)
+        case .volume:
+            result = .failure(.internalError, "volume is not built yet.")
         }
         connection.finish(id: request.id, result)
     }

@@ -30,7 +30,16 @@ public final class Daemon: Sendable {
         let notifier = Notifier()
         let keeper = StateKeeper(bus: bus)
 
-        let capture = AudioCapture(device: config.audio.input, bus: bus)
+        // The room set with parlourctl, and muting, outlive a restart (settings.json).
+        let local = SettingsKeeper.load(stateDirectory: paths.stateDirectory, configRoom: config.room, bus: bus)
+        let room = local.room(config: config.room)
+        board.update {
+            $0.room = room
+            $0.muted = local.muted
+        }
+        keeper.update { $0.muted = local.muted }
+
+        let capture = AudioCapture(device: config.audio.input, bus: bus, muted: local.muted)
         let playback = Playback(device: config.audio.output, bus: bus)
         let serverURL = config.server.url.isEmpty ? nil : config.server.url
         // A kill in the middle of a write leaves a temporary beside the file (the token, perhaps).
@@ -46,30 +55,35 @@ public final class Daemon: Sendable {
         var stream: ListenStream?
         if config.transport == .stream {
             stream = ListenStream(
-                settings: .init(name: config.name, room: config.room, mode: config.wake == .push ? .push : .wake,
+                settings: .init(name: config.name, room: room, mode: config.wake == .push ? .push : .wake,
                                 retryMs: config.server.retryMs, endpointing: .init(
                                     silenceMs: config.audio.silenceMs, maxUtteranceMs: config.audio.maxUtteranceMs,
                                     leadingSilenceMs: config.audio.leadingSilenceMs)),
-                link: link, capture: capture, playback: playback, bus: bus, keeper: keeper)
+                link: link, capture: capture, playback: playback, bus: bus, keeper: keeper, muted: local.muted)
         }
         let conversation = Conversation(
-            settings: .init(name: config.name, room: config.room, endpointing: .init(
+            settings: .init(name: config.name, room: room, endpointing: .init(
                 silenceMs: config.audio.silenceMs, maxUtteranceMs: config.audio.maxUtteranceMs,
                 leadingSilenceMs: config.audio.leadingSilenceMs)),
-            capture: capture, playback: playback, link: link, bus: bus, keeper: keeper, stream: stream)
-        let router = CommandRouter(conversation: conversation, chooser: chooser, board: board, bus: bus)
+            capture: capture, playback: playback, link: link, bus: bus, keeper: keeper, stream: stream, muted: local.muted)
+        let settings = SettingsKeeper(initial: local, stateDirectory: paths.stateDirectory, configRoom: config.room,
+                                      conversation: conversation, stream: stream, capture: capture, keeper: keeper, bus: bus)
+        let router = CommandRouter(conversation: conversation, chooser: chooser, settings: settings, board: board, bus: bus)
 
         let server = try ControlServer(path: paths.socket, handler: router)
-        let journalTask = Task { await journal.run(journalEvents, room: config.room) }
-        let notifierTask = Task { await notifier.run(notifierEvents, room: config.room) }
+        let journalTask = Task { await journal.run(journalEvents, room: room) }
+        let notifierTask = Task { await notifier.run(notifierEvents, room: room) }
 
         // Before READY=1, so the first state already says whether there is a server.
         await link.follow(await pin.current())
         server.start()
         keeper.update { $0.started = true }
-        notifier.ready(status: keeper.state.sentence(room: config.room))
+        notifier.ready(status: keeper.state.sentence(room: room))
         bus.notice(.notice, "parlour-satellite \(SatelliteVersion.satellite) is ready.",
                    ["socket": paths.socket, "transport": config.transport.rawValue])
+        if local.muted {
+            bus.notice(.notice, "Muted: the microphone stays closed until parlourctl unmute.", ["muted": "true"])
+        }
 
         var services: [Task<Void, Never>] = [
             Task { await discovery.run() }, Task { await link.run() }, Task { await chooser.run() },

@@ -26,6 +26,15 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
     /// Store a new token (it never travels on a command line, only in this request).
     case tokenSet(token: String)
     case tokenClear
+    /// Reads the room (nil) or sets it, from the next request on ("" for none); it outlives a restart.
+    case room(name: String?)
+    /// Forgets the room set with `room`: the config's counts again.
+    case roomReset
+    /// Closes the microphone until `unmute`, over restarts too.
+    case mute
+    case unmute
+    /// Reads the output volume (nil) or sets it, in percent of the mixer control's range.
+    case volume(percent: Int?)
 
     /// The name alone: the arguments of `pair` and `token set` are secrets.
     public var description: String { name }
@@ -45,11 +54,29 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
         case .unpin: "unpin"
         case .tokenSet: "token set"
         case .tokenClear: "token clear"
+        case .room, .roomReset: "room"
+        case .mute: "mute"
+        case .unmute: "unmute"
+        case .volume: "volume"
         }
     }
 
     public static let names = ["status", "watch", "version", "listen", "end", "cancel", "ask",
-                               "servers", "pair", "use", "unpin", "token set", "token clear"]
+                               "servers", "pair", "use", "unpin", "token set", "token clear",
+                               "room", "mute", "unmute", "volume"]
+
+    /// Whether the command changes something (the satellite's state, its files, the room, the
+    /// speaker), rather than only reading. Only root, the daemon's own user and the members of
+    /// group `parlour` may send such a command (AccessPolicy); anyone who can open the socket may
+    /// read. A switch with no default, so a new command has to say which it is.
+    public var changesSomething: Bool {
+        switch self {
+        case .status, .watch, .version, .servers: false
+        case .room(let name): name != nil
+        case .volume(let percent): percent != nil
+        case .listen, .end, .cancel, .ask, .pair, .use, .unpin, .tokenSet, .tokenClear, .roomReset, .mute, .unmute: true
+        }
+    }
 
     var arguments: [String: JSONValue] {
         switch self {
@@ -58,6 +85,9 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
         case .pair(let link): return ["link": .string(link)]
         case .use(let url): return ["url": .string(url)]
         case .tokenSet(let token): return ["token": .string(token)]
+        case .room(let name?): return ["name": .string(name)]
+        case .roomReset: return ["reset": true]
+        case .volume(let percent?): return ["percent": .number(Double(percent))]
         default: return [:]
         }
     }
@@ -79,6 +109,34 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
         case "servers": return .success(.servers)
         case "unpin": return .success(.unpin)
         case "token clear": return .success(.tokenClear)
+        case "mute": return .success(.mute)
+        case "unmute": return .success(.unmute)
+        case "room":
+            let reset: Bool
+            switch fields["reset"] {
+            case nil, .null?: reset = false
+            case .bool(let value)?: reset = value
+            case let other?: return bad("\"reset\" must be true or false, not \(other.kindName).")
+            }
+            switch fields["name"] {
+            case nil, .null?: return .success(reset ? .roomReset : .room(name: nil))
+            case .string(let text)? where !reset:
+                guard let name = LocalSettings.roomName(text) else {
+                    return bad("\"name\" must be a room name of at most 40 characters without control characters, or \"\" for none.")
+                }
+                return .success(.room(name: name))
+            case .string?: return bad("room takes \"name\" or \"reset\", not both.")
+            case let other?: return bad("\"name\" must be a string, the room's name, not \(other.kindName).")
+            }
+        case "volume":
+            switch fields["percent"] {
+            case nil, .null?: return .success(.volume(percent: nil))
+            case let value?:
+                guard let percent = value.intValue, (0...100).contains(percent) else {
+                    return bad("\"percent\" must be a whole number from 0 to 100, not \(value.text).")
+                }
+                return .success(.volume(percent: percent))
+            }
         case "pair":
             guard let link = nonEmpty("link") else { return bad("pair needs \"link\", the parlour://pair?... link as a string.") }
             return .success(.pair(link: link))
