@@ -10,15 +10,18 @@ public final class CommandRouter: ControlHandler {
     private let conversation: Conversation
     private let chooser: ServerChooser
     private let settings: SettingsKeeper
+    private let volume: SpeakerVolume
     private let board: StatusBoard
     private let bus: EventBus
     private struct Watch { let task: Task<Void, Never>; let id: JSONValue; let connection: ControlConnection }
     private let watches = Mutex<[ObjectIdentifier: Watch]>([:])
 
-    public init(conversation: Conversation, chooser: ServerChooser, settings: SettingsKeeper, board: StatusBoard, bus: EventBus) {
+    public init(conversation: Conversation, chooser: ServerChooser, settings: SettingsKeeper, volume: SpeakerVolume,
+                board: StatusBoard, bus: EventBus) {
         self.conversation = conversation
         self.chooser = chooser
         self.settings = settings
+        self.volume = volume
         self.board = board
         self.bus = bus
     }
@@ -69,8 +72,12 @@ public final class CommandRouter: ControlHandler {
             result = await settings.setMuted(true)
         case .unmute:
             result = await settings.setMuted(false)
-        case .volume:
-            result = .failure(.internalError, "volume is not built yet.")
+        case .volume(let percent):
+            result = volume.volume(setTo: percent)
+            if percent != nil, case .completed(let now) = result {
+                bus.notice(.notice, "The volume is now \(now["percent"]?.intValue ?? 0)%.",
+                           ["card": volume.card, "control": now["control"]?.stringValue ?? volume.control])
+            }
         }
         connection.finish(id: request.id, result)
     }

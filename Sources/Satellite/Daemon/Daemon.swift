@@ -68,7 +68,9 @@ public final class Daemon: Sendable {
             capture: capture, playback: playback, link: link, bus: bus, keeper: keeper, stream: stream, muted: local.muted)
         let settings = SettingsKeeper(initial: local, stateDirectory: paths.stateDirectory, configRoom: config.room,
                                       conversation: conversation, stream: stream, capture: capture, keeper: keeper, bus: bus)
-        let router = CommandRouter(conversation: conversation, chooser: chooser, settings: settings, board: board, bus: bus)
+        let volume = SpeakerVolume(output: config.audio.output, mixer: config.audio.mixer, mixerCard: config.audio.mixerCard)
+        let router = CommandRouter(conversation: conversation, chooser: chooser, settings: settings, volume: volume,
+                                   board: board, bus: bus)
 
         let server = try ControlServer(path: paths.socket, handler: router)
         let journalTask = Task { await journal.run(journalEvents, room: room) }

@@ -1,6 +1,7 @@
 // Real ALSA for tests on a machine with no sound card: the `file` plugin over
 // the `paced` test card (Tests/Fixtures/alsa_paced.c, built here with cc), so
-// microphones read raw files and speakers write them at a real card's pace.
+// microphones read raw files and speakers write them at a real card's pace;
+// and a card mixer (Tests/Fixtures/alsa_mixer.c), since the file plugin has none.
 // ALSA reads its configuration once per process, so ALSA_CONFIG_PATH is set
 // before the first ALSA call and never changed: every suite shares this one
 // fixture, and each test passes its own files as device arguments instead.
@@ -43,8 +44,25 @@ final class ALSAFixture: Sendable {
         } catch {
             throw SetupFailed(description: "cc could not build \(source): \(error); is libasound2-dev installed?")
         }
+        let mixerPlugin = "\(directory)/libasound_module_ctl_testmixer.so"
+        let mixerSource = root.appendingPathComponent("Tests/Fixtures/alsa_mixer.c").path
+        do {
+            try Spawn.run("cc", package: "gcc", ["-O2", "-shared", "-fPIC", "-DPIC", "-o", mixerPlugin, mixerSource, "-lasound"])
+        } catch {
+            throw SetupFailed(description: "cc could not build \(mixerSource): \(error); is libasound2-dev installed?")
+        }
         let config = """
             pcm_type.paced { lib "\(plugin)" }
+            ctl_type.testmixer { lib "\(mixerPlugin)" }
+            # A card mixer with one stereo playback volume CONTROL (0 to 87), kept in FILE.
+            ctl.testmixer {
+                @args [ FILE CONTROL ]
+                @args.FILE { type string }
+                @args.CONTROL { type string default "Master" }
+                type testmixer
+                file $FILE
+                control $CONTROL
+            }
             pcm.clock { type paced }
             # A microphone reading INFILE (raw S16_LE); what it captures is copied to FILE.
             pcm.testmic {
@@ -106,6 +124,11 @@ final class ALSAFixture: Sendable {
 
     /// The 16 kHz mono `plug` speaker whose output lands in `file`.
     func speaker(file: String) -> String { "testspeaker:FILE=\"\(file)\"" }
+
+    /// A card mixer whose playback volume `control` is kept in `file` ("left right", 0 to 87).
+    func mixer(file: String, control: String = "Master") -> String {
+        "testmixer:FILE=\"\(file)\",CONTROL=\"\(control)\""
+    }
 
     /// The speaker without conversion, writing what it is given to `file`.
     func rawSpeaker(file: String) -> String { "testspeaker_file:FILE=\"\(file)\"" }
