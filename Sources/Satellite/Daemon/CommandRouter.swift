@@ -1,6 +1,8 @@
 // Turns control requests into calls on the actors and writes each one's single
 // result. `watch` turns its connection into a stream of events until the client
-// goes or the daemon stops.
+// goes or the daemon stops. Every command that changes something is first
+// checked against the peer's credentials (AccessPolicy) and logged with them,
+// allowed or refused.
 import Foundation
 import Synchronization
 import SatelliteCore
@@ -27,6 +29,10 @@ public final class CommandRouter: ControlHandler {
     }
 
     public func handle(_ request: ControlRequest, on connection: ControlConnection) async {
+        guard admit(request.command, from: connection.peer) else {
+            connection.finish(id: request.id, .error(AccessPolicy.refusal(request.command, peer: connection.peer)))
+            return
+        }
         let result: ControlResult
         switch request.command {
         case .status:
@@ -80,6 +86,36 @@ public final class CommandRouter: ControlHandler {
             }
         }
         connection.finish(id: request.id, result)
+    }
+
+    /// Whether `peer` may run `command`; a changing command is logged with who sent it either way.
+    private func admit(_ command: ControlCommand, from peer: AccessPolicy.Peer?) -> Bool {
+        guard command.changesSomething else { return true }
+        let allowed = AccessPolicy.allows(command, peer: peer, daemonUID: getuid(), groupID: Self.groupID())
+        var fields = ["command": command.name]
+        if let peer {
+            fields["uid"] = String(peer.uid)
+            fields["gid"] = String(peer.gid)
+            fields["pid"] = String(peer.pid)
+            if let user = peer.user { fields["user"] = user }
+        }
+        let who = peer?.description ?? "a peer the kernel did not name"
+        if allowed {
+            bus.notice(.info, "\(command.name) from \(who).", fields)
+        } else {
+            bus.notice(.warning, "Refused \(command.name) from \(who): only root, the daemon's own user and the "
+                + "\(AccessPolicy.group) group may change the satellite.", fields)
+        }
+        return allowed
+    }
+
+    /// The gid of group `parlour` as it is now (an admin may create it after the daemon started).
+    private static func groupID() -> UInt32? {
+        var group = Glibc.group()
+        var found: UnsafeMutablePointer<Glibc.group>?
+        var buffer = [CChar](repeating: 0, count: 16 * 1024)
+        guard getgrnam_r(AccessPolicy.group, &group, &buffer, buffer.count, &found) == 0, found != nil else { return nil }
+        return group.gr_gid
     }
 
     public func readEnded(_ connection: ControlConnection) async {
