@@ -32,6 +32,16 @@ struct ParlourctlCommandLineTests {
         (["unpin"], run(.unpin)),
         (["token", "set"], ParlourctlInvocation(action: .setTokenFromInput)),
         (["token", "clear"], run(.tokenClear)),
+        (["room"], run(.room(name: nil))),
+        (["room", "study"], run(.room(name: "study"))),
+        (["room", "  living room "], run(.room(name: "living room"))),
+        (["room", ""], run(.room(name: ""))),
+        (["room", "--reset"], run(.roomReset)),
+        (["mute"], run(.mute)),
+        (["unmute", "--json"], run(.unmute, json: true)),
+        (["volume"], run(.volume(percent: nil))),
+        (["volume", "40"], run(.volume(percent: 40))),
+        (["volume", "0%"], run(.volume(percent: 0))),
     ])
     func understood(arguments: [String], expected: ParlourctlInvocation) {
         #expect(ParlourctlCommandLine.parse(arguments) == .success(expected))
@@ -60,6 +70,11 @@ struct ParlourctlCommandLineTests {
         (["--version=2"], "Error: '--version' takes no value.\nSee 'parlourctl --help'."),
         (["pair"], "Error: Missing expected argument '<link>'.\nSee 'parlourctl pair --help'."),
         (["token"], "Error: Missing expected argument '<subcommand>' after 'token'.\nSee 'parlourctl --help'."),
+        (["room", "den", "--reset"], "Error: Give a room or --reset, not both.\nSee 'parlourctl room --help'."),
+        (["room", "a", "b"], "Error: Unexpected argument 'b'.\nSee 'parlourctl room --help'."),
+        (["volume", "101"], "Error: The volume is a whole number from 0 to 100, not '101'.\nSee 'parlourctl volume --help'."),
+        (["volume", "loud"], "Error: The volume is a whole number from 0 to 100, not 'loud'.\nSee 'parlourctl volume --help'."),
+        (["mute", "now"], "Error: Unexpected argument 'now'.\nSee 'parlourctl mute --help'."),
         // The argument is probably the token: the refusal does not quote it.
         (["token", "set", "s3cret-token"],
          "Error: token set takes no argument: the token would show in the process list. "
