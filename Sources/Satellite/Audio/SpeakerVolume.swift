@@ -2,7 +2,10 @@
 // as a percentage of the control's range (VolumeScale). Which card and control
 // is MixerSelection's rule. Easy to get wrong: a card without the control must
 // say which card was asked and what controls it does have, so the fix
-// (audio.mixer, audio.mixerCard) is obvious without amixer.
+// (audio.mixer, audio.mixerCard) is obvious without amixer. The mixer calls are
+// quick ioctls, but a `default` card may be a plugin that talks to a sound
+// server, so they run on a thread of their own, never on the cooperative pool.
+import Foundation
 import SatelliteCore
 
 /// Reads and sets the output volume.
@@ -18,7 +21,15 @@ public struct SpeakerVolume: Sendable {
     }
 
     /// `{"percent", "card", "control"}` after setting it to `percent`, or as it is when nil.
-    public func volume(setTo percent: Int? = nil) -> ControlResult {
+    public func volume(setTo percent: Int? = nil) async -> ControlResult {
+        await withCheckedContinuation { (done: CheckedContinuation<ControlResult, Never>) in
+            let thread = Thread { done.resume(returning: self.turn(to: percent)) }
+            thread.name = "alsa-mixer"
+            thread.start()
+        }
+    }
+
+    private func turn(to percent: Int?) -> ControlResult {
         let mixer: ALSAMixer
         do {
             mixer = try ALSAMixer.open(card: card)

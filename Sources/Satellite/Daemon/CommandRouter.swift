@@ -79,7 +79,7 @@ public final class CommandRouter: ControlHandler {
         case .unmute:
             result = await settings.setMuted(false)
         case .volume(let percent):
-            result = volume.volume(setTo: percent)
+            result = await volume.volume(setTo: percent)
             if percent != nil, case .completed(let now) = result {
                 bus.notice(.notice, "The volume is now \(now["percent"]?.intValue ?? 0)%.",
                            ["card": volume.card, "control": now["control"]?.stringValue ?? volume.control])

@@ -35,22 +35,21 @@ final class ALSAFixture: Sendable {
         } catch {
             throw SetupFailed(description: "Cannot create \(directory): \(error)")
         }
-        // -DPIC: without it alsa/global.h builds the plugin for a static libasound,
-        // and dlopen fails with "undefined symbol: snd_dlsym_start".
-        let plugin = "\(directory)/libasound_module_pcm_paced.so"
-        let source = root.appendingPathComponent("Tests/Fixtures/alsa_paced.c").path
-        do {
-            try Spawn.run("cc", package: "gcc", ["-O2", "-shared", "-fPIC", "-DPIC", "-o", plugin, source, "-lasound"])
-        } catch {
-            throw SetupFailed(description: "cc could not build \(source): \(error); is libasound2-dev installed?")
+        /// Builds Tests/Fixtures/`source` into the plugin `library` in the fixture's directory.
+        func build(_ source: String, _ library: String) throws(SetupFailed) -> String {
+            let plugin = "\(directory)/\(library)"
+            let path = root.appendingPathComponent("Tests/Fixtures/\(source)").path
+            // -DPIC: without it alsa/global.h builds the plugin for a static libasound,
+            // and dlopen fails with "undefined symbol: snd_dlsym_start".
+            do {
+                try Spawn.run("cc", package: "gcc", ["-O2", "-shared", "-fPIC", "-DPIC", "-o", plugin, path, "-lasound"])
+            } catch {
+                throw SetupFailed(description: "cc could not build \(path): \(error); is libasound2-dev installed?")
+            }
+            return plugin
         }
-        let mixerPlugin = "\(directory)/libasound_module_ctl_testmixer.so"
-        let mixerSource = root.appendingPathComponent("Tests/Fixtures/alsa_mixer.c").path
-        do {
-            try Spawn.run("cc", package: "gcc", ["-O2", "-shared", "-fPIC", "-DPIC", "-o", mixerPlugin, mixerSource, "-lasound"])
-        } catch {
-            throw SetupFailed(description: "cc could not build \(mixerSource): \(error); is libasound2-dev installed?")
-        }
+        let plugin = try build("alsa_paced.c", "libasound_module_pcm_paced.so")
+        let mixerPlugin = try build("alsa_mixer.c", "libasound_module_ctl_testmixer.so")
         let config = """
             pcm_type.paced { lib "\(plugin)" }
             ctl_type.testmixer { lib "\(mixerPlugin)" }
