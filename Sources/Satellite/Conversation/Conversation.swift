@@ -3,9 +3,13 @@
 // `listen` can supersede the first (whose caller is told so), `cancel` can stop
 // it, and shutdown can end it, each with exactly one result for its caller.
 // The microphone is closed before the answer plays, so the reply is never
-// recorded as the next question. Muted, it refuses to listen; a mute in the
-// middle of a capture drops what was heard (nothing is sent), while a turn past
-// its capture (thinking, speaking) finishes and its answer plays.
+// recorded as the next question. The cues sound where their moments happen:
+// awake once the microphone is open (so nothing said over it is lost), done
+// when the utterance ends, error on an error result. When the house cannot be
+// reached, the satellite says so itself (OfflineVoice) and the result says
+// `via: "satellite"`. Muted, it refuses to listen; a mute in the middle of a
+// capture drops what was heard (nothing is sent), while a turn past its capture
+// (thinking, speaking) finishes and its answer plays.
 import Foundation
 import SatelliteCore
 
@@ -31,6 +35,9 @@ public actor Conversation {
     private let keeper: StateKeeper
     /// With the stream transport, turns go over the /listen socket instead of /voice.
     private let stream: ListenStream?
+    private let cues: CuePlayer?
+    /// nil when `offline.speak` is false.
+    private let offline: OfflineVoice?
 
     /// The turn under way, and why it was stopped if it was.
     private struct Turn {
@@ -50,7 +57,7 @@ public actor Conversation {
     private var muted: Bool
 
     public init(settings: Settings, capture: AudioCapture, playback: Playback, link: Link, bus: EventBus, keeper: StateKeeper,
-                stream: ListenStream? = nil, muted: Bool = false) {
+                stream: ListenStream? = nil, cues: CuePlayer? = nil, offline: OfflineVoice? = nil, muted: Bool = false) {
         self.settings = settings
         self.muted = muted
         self.capture = capture
@@ -59,6 +66,8 @@ public actor Conversation {
         self.bus = bus
         self.keeper = keeper
         self.stream = stream
+        self.cues = cues
+        self.offline = offline
     }
 
     // MARK: Requests
@@ -101,6 +110,11 @@ public actor Conversation {
 
     /// Stops the capture or playback under way; false when nothing was running.
     public func cancel() async -> Bool {
+        if noticesSpeaking > 0 {
+            noticeStopped = true
+            await playback.cancel()
+            if turn == nil { return true }
+        }
         // A reply the server sent on its own (wake mode) is not a turn here, but is stopped the same way.
         guard turn != nil else { return await stream?.stopPlaying() ?? false }
         stopTurn(.cancelledByUser)
@@ -112,14 +126,67 @@ public actor Conversation {
     public func ask(_ text: String) async -> ControlResult {
         if shuttingDown { return .cancelled(.shuttingDown) }
         keeper.update { $0.asking += 1 }
-        defer { keeper.update { $0.asking -= 1 } }
+        let result: ControlResult
         do {
             let answer = try await link.ask(text: text, client: settings.name, room: settings.room)
             bus.publish(.reply(text: answer.reply, via: answer.via))
-            return .completed(["reply": .string(answer.reply), "via": .string(answer.via)])
+            result = .completed(["reply": .string(answer.reply), "via": .string(answer.via)])
         } catch {
-            return .error(error)
+            result = .error(error)
         }
+        keeper.update { $0.asking -= 1 }
+        guard let notice = await noticeFor(result) else {
+            await cueError(result)
+            return result
+        }
+        // Not a turn, so the state is told apart from one: speaking, while the notice plays.
+        keeper.update { $0.notices += 1 }
+        noticesSpeaking += 1
+        noticeStopped = false
+        let ending = await speak(notice)
+        noticesSpeaking -= 1
+        keeper.update { $0.notices -= 1 }
+        if noticeStopped || shuttingDown { return .cancelled(shuttingDown ? .shuttingDown : .cancelledByUser) }
+        return saidBySatellite(result, ending)
+    }
+
+    /// Notices being said for `ask` now, and whether `cancel` stopped one.
+    private var noticesSpeaking = 0
+    private var noticeStopped = false
+
+    // MARK: Cues and the satellite's own voice
+
+    /// The notice to say for `result`: only when the house could not be reached, and `offline.speak` is on.
+    private func noticeFor(_ result: ControlResult) async -> PCMAudio? {
+        guard case .error(let error) = result, error.code == .serverUnreachable, let offline else { return nil }
+        return await offline.notice()
+    }
+
+    /// Plays the notice; what it says about the speaker goes into the result.
+    private func speak(_ notice: PCMAudio) async -> Result<PlaybackOutcome, ALSAError> {
+        do throws(ALSAError) {
+            return .success(try await playback.play(notice))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// The error result, marked as said by the satellite when the notice reached the speaker.
+    private func saidBySatellite(_ result: ControlResult, _ ending: Result<PlaybackOutcome, ALSAError>) -> ControlResult {
+        guard case .error(let error) = result else { return result }
+        switch ending {
+        case .success:
+            return .error(SatelliteError(error.code, error.message + " The satellite said so itself.", via: "satellite"))
+        case .failure(let speaker):
+            return .error(SatelliteError(error.code, error.message
+                + " The satellite could not say so either: the speaker \(speaker.device) failed: \(speaker.reason)."))
+        }
+    }
+
+    /// The error sound, for an error result that was not spoken; the result follows once it has been heard.
+    private func cueError(_ result: ControlResult) async {
+        guard case .error = result else { return }
+        await cues?.play(.error, untilEnd: true)
     }
 
     /// Ends the turn under way with `shutting_down`, and refuses new ones.
@@ -171,6 +238,20 @@ public actor Conversation {
     // MARK: The turn
 
     private func runTurn(number: Int, hold: Bool) async -> ControlResult {
+        let result = await turnResult(number: number, hold: hold)
+        if Task.isCancelled { return .cancelled(stopReason(number)) }
+        guard let notice = await noticeFor(result) else {
+            await cueError(result)
+            return result
+        }
+        keeper.update { $0.phase = .speaking }
+        let ending = await speak(notice)
+        if Task.isCancelled { return .cancelled(stopReason(number)) }
+        return saidBySatellite(result, ending)
+    }
+
+    /// The turn up to its result: listened, sent, answered and played.
+    private func turnResult(number: Int, hold: Bool) async -> ControlResult {
         if let stream {
             let result = await stream.pushTurn(hold: hold) { [weak self] in await self?.released(number) ?? true }
             return Task.isCancelled ? .cancelled(stopReason(number)) : result
@@ -187,6 +268,7 @@ public actor Conversation {
         if Task.isCancelled { return .cancelled(stopReason(number)) }
 
         keeper.update { $0.phase = .thinking }
+        await cues?.play(.done)
         let wav = WAV.encode(PCMAudio(sampleRate: 16000, channels: 1, samples: recorded))
         let answer: VoiceAnswer
         do {
@@ -234,6 +316,8 @@ public actor Conversation {
         } catch {
             return .ended(.failure(.microphoneUnavailable, "The microphone \(error.device) cannot be opened: \(error.reason)."))
         }
+        // The microphone is open first, so what is said over the sound is recorded too.
+        await cues?.play(.awake)
         var endpointer = Endpointer(settings: settings.endpointing)
         let longest = settings.endpointing.maxUtteranceMs * 16
         var recorded: [Int16] = []

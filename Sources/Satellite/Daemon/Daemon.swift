@@ -11,11 +11,17 @@ public final class Daemon: Sendable {
     private let config: SatelliteConfig
     private let paths: SatellitePaths
     private let environment: [String: String]
+    private let cues: CueSounds
+    private let hook: HookCommand?
 
-    public init(config: SatelliteConfig, paths: SatellitePaths, environment: [String: String]) {
+    /// `cues` and `hook` are the config's sounds and state hook, already loaded and checked (main.swift).
+    public init(config: SatelliteConfig, paths: SatellitePaths, environment: [String: String],
+                cues: CueSounds = CueSounds(), hook: HookCommand? = nil) {
         self.config = config
         self.paths = paths
         self.environment = environment
+        self.cues = cues
+        self.hook = hook
     }
 
     /// Runs until SIGTERM or SIGINT. Throws when it cannot start (socket in use).
@@ -41,6 +47,19 @@ public final class Daemon: Sendable {
 
         let capture = AudioCapture(device: config.audio.input, bus: bus, muted: local.muted)
         let playback = Playback(device: config.audio.output, bus: bus)
+        let cuePlayer = CuePlayer(playback: playback, sounds: cues)
+        // The awake sound reaches a real microphone too (and the speaker's buffer delays it): it is recorded, but not taken for speech.
+        let ignoreOnsetMs = cues[.awake].map { $0.frameCount * 1000 / max($0.sampleRate, 1) + 250 } ?? 0
+        let endpointing = Endpointer.Settings(silenceMs: config.audio.silenceMs, maxUtteranceMs: config.audio.maxUtteranceMs,
+                                              leadingSilenceMs: config.audio.leadingSilenceMs, ignoreOnsetMs: ignoreOnsetMs)
+        let offline = config.offline.speak
+            ? OfflineVoice(settings: .init(voice: config.offline.voice, text: config.offline.text, configFile: paths.config), bus: bus)
+            : nil
+        // Subscribed before the first state change, so the hook hears starting → … too.
+        let stateHook = hook.map {
+            StateHook(settings: .init(command: $0, timeout: .milliseconds(config.hooks.timeoutMs), environment: environment,
+                                      socket: paths.socket, room: room), bus: bus)
+        }
         let serverURL = config.server.url.isEmpty ? nil : config.server.url
         // A kill in the middle of a write leaves a temporary beside the file (the token, perhaps).
         for file in ["token", "pin.json"] {
@@ -56,21 +75,19 @@ public final class Daemon: Sendable {
         if config.transport == .stream {
             stream = ListenStream(
                 settings: .init(name: config.name, room: room, mode: config.wake == .push ? .push : .wake,
-                                retryMs: config.server.retryMs, endpointing: .init(
-                                    silenceMs: config.audio.silenceMs, maxUtteranceMs: config.audio.maxUtteranceMs,
-                                    leadingSilenceMs: config.audio.leadingSilenceMs)),
-                link: link, capture: capture, playback: playback, bus: bus, keeper: keeper, muted: local.muted)
+                                retryMs: config.server.retryMs, endpointing: endpointing),
+                link: link, capture: capture, playback: playback, bus: bus, keeper: keeper, cues: cuePlayer, muted: local.muted)
         }
         let conversation = Conversation(
-            settings: .init(name: config.name, room: room, endpointing: .init(
-                silenceMs: config.audio.silenceMs, maxUtteranceMs: config.audio.maxUtteranceMs,
-                leadingSilenceMs: config.audio.leadingSilenceMs)),
-            capture: capture, playback: playback, link: link, bus: bus, keeper: keeper, stream: stream, muted: local.muted)
+            settings: .init(name: config.name, room: room, endpointing: endpointing),
+            capture: capture, playback: playback, link: link, bus: bus, keeper: keeper, stream: stream,
+            cues: cuePlayer, offline: offline, muted: local.muted)
         let settings = SettingsKeeper(initial: local, stateDirectory: paths.stateDirectory, configRoom: config.room,
                                       conversation: conversation, stream: stream, capture: capture, keeper: keeper, bus: bus)
         let volume = SpeakerVolume(output: config.audio.output, mixer: config.audio.mixer, mixerCard: config.audio.mixerCard)
-        let router = CommandRouter(conversation: conversation, chooser: chooser, settings: settings, volume: volume,
-                                   board: board, bus: bus)
+        let callbacks = CallbackSender(bus: bus)
+        let router = CommandRouter(conversation: conversation, chooser: chooser, admin: ServerAdmin(link: link), settings: settings,
+                                   volume: volume, board: board, bus: bus, callbacks: callbacks)
 
         let server = try ControlServer(path: paths.socket, handler: router)
         let journalTask = Task { await journal.run(journalEvents, room: room) }
@@ -91,9 +108,12 @@ public final class Daemon: Sendable {
             Task { await discovery.run() }, Task { await link.run() }, Task { await chooser.run() },
         ]
         if let stream { services.append(Task { await stream.run() }) }
+        if let stateHook { services.append(Task { await stateHook.run() }) }
         services.append(Task {
             _ = await capture.probe()
             _ = await playback.probe()
+            // After READY=1: espeak-ng says the notice into memory on its own thread.
+            offline?.prepare()
         })
         if let interval = notifier.watchdogInterval {
             let pings: [@Sendable () async -> Bool] = [
@@ -110,6 +130,8 @@ public final class Daemon: Sendable {
         server.stop()
         await conversation.shutdown()
         await router.endWatches()
+        // The turn under way has just ended with shutting_down: its callback goes out now.
+        await callbacks.shutdown()
         for service in services.reversed() { service.cancel() }
         for service in services.reversed() { await service.value }
         await capture.close()

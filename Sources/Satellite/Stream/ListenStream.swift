@@ -4,10 +4,12 @@
 // only a `parlourctl listen` turn goes up. Easy to get wrong: never stream while
 // a reply plays (it would be heard as the next question); never two connections;
 // a turn's result must come once even when the server says nothing; the token
-// goes in the handshake header only, and no log line carries it. The room is in
-// the socket's URL, so a new room reopens the socket, but only once no turn is
-// under way (ours or the server's), so no question is lost to it. Muted, the
-// socket stays open and nothing goes up; answers already on their way still play.
+// goes in the handshake header only, and no log line carries it. The awake and
+// done cues play as listening starts and ends (the server's listening in wake
+// mode); what the microphone hears meanwhile still goes up. The room is in the
+// socket's URL, so a new room reopens the socket, but only once no turn is under
+// way (ours or the server's), so no question is lost to it. Muted, the socket
+// stays open and nothing goes up; answers already on their way still play.
 import Foundation
 import SatelliteCore
 
@@ -44,6 +46,7 @@ public actor ListenStream {
     private let playback: Playback
     private let bus: EventBus
     private let keeper: StateKeeper
+    private let cues: CuePlayer?
 
     private var policy: ReconnectPolicy
     /// The connection in use, once it opened; `connectionNumber` tells a new one from the last.
@@ -72,6 +75,8 @@ public actor ListenStream {
 
     private var turn: PushTurn?
     private var turns = 0
+    /// Wake mode: whether the server said it is listening (its turn, not a push turn).
+    private var serverListening = false
 
     /// The microphone stays closed and nothing goes up.
     private var muted: Bool
@@ -83,7 +88,7 @@ public actor ListenStream {
     private var closing: String?
 
     public init(settings: Settings, link: Link, capture: AudioCapture, playback: Playback, bus: EventBus, keeper: StateKeeper,
-                muted: Bool = false) {
+                cues: CuePlayer? = nil, muted: Bool = false) {
         self.settings = settings
         self.muted = muted
         self.link = link
@@ -91,6 +96,7 @@ public actor ListenStream {
         self.playback = playback
         self.bus = bus
         self.keeper = keeper
+        self.cues = cues
         self.policy = ReconnectPolicy(capMs: settings.retryMs)
         // Offline until the socket opens, so status never says idle before it could listen.
         keeper.update { $0.streamConnected = false }
@@ -271,7 +277,7 @@ public actor ListenStream {
             }
             await setMicrophone()
         case .state(let state, let text):
-            self.serverState(state, text: text)
+            await self.serverState(state, text: text)
         case .reply(let text, let via):
             bus.publish(.reply(text: text, via: via))
             if var current = turn, current.phase == .answering {
@@ -288,7 +294,7 @@ public actor ListenStream {
         }
     }
 
-    private func serverState(_ state: ListenState, text: String?) {
+    private func serverState(_ state: ListenState, text: String?) async {
         serverState = state
         defer { reopenIfQuiet() }
         if var current = turn {
@@ -310,10 +316,15 @@ public actor ListenStream {
             return
         }
         // Wake mode: the server's turn, shown as the satellite's own state.
+        let wasListening = serverListening
+        serverListening = state == .listening
         switch state {
-        case .listening: if playing == nil { keeper.update { $0.phase = .listening } }
+        case .listening:
+            if playing == nil { keeper.update { $0.phase = .listening } }
+            if !wasListening { await cues?.play(.awake) }
         case .thinking:
             keeper.update { $0.phase = .thinking }
+            if wasListening { await cues?.play(.done) }
             if let text, !text.isEmpty { bus.publish(.heard(text)) }
         case .speaking: break  // speaking starts when the WAV plays
         case .idle: if playing == nil { keeper.update { $0.phase = nil } }
@@ -331,6 +342,7 @@ public actor ListenStream {
             } else {
                 bus.notice(.error, why, ["bytes": String(wav.count)])
                 if playing == nil { keeper.update { $0.phase = nil } }
+                await cues?.play(.error)
             }
             // The server holds its speaking flag until `spoke` (or 250 ms); nothing will play.
             connection?.sendText(ListenCommand.spoke.text)
@@ -417,11 +429,19 @@ public actor ListenStream {
                 batcher.reset()
                 connection.sendText(ListenCommand.start.text)
                 keeper.update { $0.phase = .listening }
-                Task { await self.setMicrophone() }
+                Task { await self.startListening(number) }
             }
         } onCancel: {
             Task { await self.cancelTurn(number) }
         }
+    }
+
+    /// Opens the microphone for a push turn, then plays the awake sound: the microphone is open
+    /// first, so what is said over the sound goes up too.
+    private func startListening(_ number: Int) async {
+        await setMicrophone()
+        guard let current = turn, current.number == number, current.phase == .capturing else { return }
+        await cues?.play(.awake)
     }
 
     private func cancelTurn(_ number: Int) async {
@@ -596,6 +616,7 @@ public actor ListenStream {
         answering.phase = .answering
         turn = answering
         keeper.update { $0.phase = .thinking }
+        await cues?.play(.done)
         await setMicrophone()
     }
 

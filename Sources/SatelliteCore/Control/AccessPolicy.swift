@@ -1,6 +1,7 @@
 // Who may do what over the control socket. The socket is 0660, group
 // `parlour`, so only its owner, that group and root can open it at all; on top
-// of that every command that changes something is checked against the peer's
+// of that every command that changes something (and every `server ...`
+// command, which uses the house's token) is checked against the peer's
 // credentials from the kernel (SO_PEERCRED and SO_PEERGROUPS), never against
 // anything the caller says. Reading (status, watch, version, servers) stays open
 // to whoever could open the socket, so an admin may loosen the socket's mode
@@ -35,11 +36,11 @@ public enum AccessPolicy {
         }
     }
 
-    /// Whether `peer` may run `command`: reading commands always; changing ones for root, the
+    /// Whether `peer` may run `command`: reading commands always; the others for root, the
     /// daemon's own user, and members of group `parlour` (`groupID`, nil when there is no such
     /// group). A peer the kernel did not name (nil) may only read.
     public static func allows(_ command: ControlCommand, peer: Peer?, daemonUID: UInt32, groupID: UInt32?) -> Bool {
-        guard command.changesSomething else { return true }
+        guard command.needsControl else { return true }
         guard let peer else { return false }
         if peer.uid == 0 || peer.uid == daemonUID { return true }
         guard let groupID else { return false }
@@ -48,8 +49,8 @@ public enum AccessPolicy {
 
     /// The refusal a peer gets, with the way to be let in.
     public static func refusal(_ command: ControlCommand, peer: Peer?) -> SatelliteError {
-        SatelliteError(.permissionDenied, "\(command.name) changes the satellite, which only root and the members of the "
-            + "\(group) group may do. \(howToGetAccess(user: peer?.user))")
+        SatelliteError(.permissionDenied, "Only root and the members of the \(group) group may \(command.name) on this "
+            + "satellite. \(howToGetAccess(user: peer?.user))")
     }
 
     /// One sentence: how a user gets into the group (parlourctl says it too when the socket is closed to it).

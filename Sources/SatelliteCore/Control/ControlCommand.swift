@@ -35,6 +35,18 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
     case unmute
     /// Reads the output volume (nil) or sets it, in percent of the mixer control's range.
     case volume(percent: Int?)
+    /// The pinned server's own status (`GET /admin`).
+    case serverStatus
+    /// Starts, stops or restarts one of the server's model servers (`llm`, `whisper`).
+    case serverService(name: String, action: ServiceAction)
+    /// Saves the settings of `change` that differ from the server's saved pipeline.
+    case serverPipeline(PipelineChange)
+    /// The server's own checks.
+    case serverDoctor
+    /// The last lines of one of the server's logs (`agent`, `llm`, `whisper`); nil: the server's default.
+    case serverLogs(service: String, lines: Int?)
+    /// Restarts the server's agent.
+    case serverRestartAgent
 
     /// The name alone: the arguments of `pair` and `token set` are secrets.
     public var description: String { name }
@@ -58,23 +70,34 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
         case .mute: "mute"
         case .unmute: "unmute"
         case .volume: "volume"
+        case .serverStatus: "server status"
+        case .serverService(_, let action): "server \(action.rawValue)"
+        case .serverPipeline: "server pipeline"
+        case .serverDoctor: "server doctor"
+        case .serverLogs: "server logs"
+        case .serverRestartAgent: "server restart-agent"
         }
     }
 
     public static let names = ["status", "watch", "version", "listen", "end", "cancel", "ask",
                                "servers", "pair", "use", "unpin", "token set", "token clear",
-                               "room", "mute", "unmute", "volume"]
+                               "room", "mute", "unmute", "volume",
+                               "server status", "server start", "server stop", "server restart", "server pipeline",
+                               "server doctor", "server logs", "server restart-agent"]
 
-    /// Whether the command changes something (the satellite's state, its files, the room, the
-    /// speaker), rather than only reading. Only root, the daemon's own user and the members of
-    /// group `parlour` may send such a command (AccessPolicy); anyone who can open the socket may
-    /// read. A switch with no default, so a new command has to say which it is.
-    public var changesSomething: Bool {
+    /// Whether only those allowed to control the satellite may send the command: root, the
+    /// daemon's own user and the members of group `parlour` (AccessPolicy). That is every command
+    /// that changes something (the satellite's state, its files, the room, the speaker, the
+    /// server), and the `server ...` commands that only read too, since they reach the house's
+    /// server with its token (its logs hold what people said). Anyone who can open the socket may
+    /// run the rest, which only read. A switch with no default, so a new command has to say.
+    public var needsControl: Bool {
         switch self {
         case .status, .watch, .version, .servers: false
         case .room(let name): name != nil
         case .volume(let percent): percent != nil
         case .listen, .end, .cancel, .ask, .pair, .use, .unpin, .tokenSet, .tokenClear, .roomReset, .mute, .unmute: true
+        case .serverStatus, .serverService, .serverPipeline, .serverDoctor, .serverLogs, .serverRestartAgent: true
         }
     }
 
@@ -88,6 +111,12 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
         case .room(let name?): return ["name": .string(name)]
         case .roomReset: return ["reset": true]
         case .volume(let percent?): return ["percent": .number(Double(percent))]
+        case .serverService(let name, _): return ["name": .string(name)]
+        case .serverPipeline(let change): return change.fields
+        case .serverLogs(let service, let lines):
+            var fields: [String: JSONValue] = ["service": .string(service)]
+            if let lines { fields["lines"] = .number(Double(lines)) }
+            return fields
         default: return [:]
         }
     }
@@ -136,6 +165,23 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
                     return bad("\"percent\" must be a whole number from 0 to 100, not \(value.text).")
                 }
                 return .success(.volume(percent: percent))
+            }
+        case "server status": return .success(.serverStatus)
+        case "server doctor": return .success(.serverDoctor)
+        case "server restart-agent": return .success(.serverRestartAgent)
+        case "server start", "server stop", "server restart":
+            let action = ServiceAction(rawValue: String(name.dropFirst("server ".count)))!
+            guard let service = nonEmpty("name") else { return bad("\(name) needs \"name\", the model server such as llm or whisper.") }
+            return .success(.serverService(name: service, action: action))
+        case "server pipeline":
+            return PipelineChange.decode(fields).map(ControlCommand.serverPipeline)
+        case "server logs":
+            guard let service = nonEmpty("service") else { return bad("server logs needs \"service\": agent, llm or whisper.") }
+            switch fields["lines"] {
+            case nil, .null?: return .success(.serverLogs(service: service, lines: nil))
+            case let lines?:
+                guard let count = lines.intValue, count >= 1 else { return bad("\"lines\" must be a whole number of at least 1, not \(lines.text).") }
+                return .success(.serverLogs(service: service, lines: count))
             }
         case "pair":
             guard let link = nonEmpty("link") else { return bad("pair needs \"link\", the parlour://pair?... link as a string.") }

@@ -26,10 +26,14 @@ public enum ErrorCode: String, Sendable, CaseIterable, Equatable {
 public struct SatelliteError: Error, Sendable, Equatable, CustomStringConvertible {
     public let code: ErrorCode
     public let message: String
+    /// Who spoke to the room about it: `"satellite"` when the satellite said a notice of its
+    /// own (the house could not be reached); nil when nothing was said (INTERFACE.md, "Results").
+    public let via: String?
 
-    public init(_ code: ErrorCode, _ message: String) {
+    public init(_ code: ErrorCode, _ message: String, via: String? = nil) {
         self.code = code
         self.message = message
+        self.via = via
     }
 
     public var description: String { message }

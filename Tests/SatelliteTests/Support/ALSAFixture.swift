@@ -95,6 +95,18 @@ final class ALSAFixture: Sendable {
                     channels 1
                 }
             }
+            # The same, keeping every playback: the first in FILE, the next ones in FILE.0001, FILE.0002, …
+            pcm.testspeakerlog {
+                @args [ FILE ]
+                @args.FILE { type string }
+                type plug
+                slave {
+                    pcm { type file slave.pcm "clock" file $FILE format "raw" truncate false }
+                    format S16_LE
+                    rate 16000
+                    channels 1
+                }
+            }
             pcm.\(missing) { type hw card 29 device 0 }
 
             """
@@ -127,6 +139,18 @@ final class ALSAFixture: Sendable {
     /// A card mixer whose playback volume `control` is kept in `file` ("left right", 0 to 87).
     func mixer(file: String, control: String = "Master") -> String {
         "testmixer:FILE=\"\(file)\",CONTROL=\"\(control)\""
+    }
+
+    /// The 16 kHz mono `plug` speaker that keeps every playback: the file plugin does not truncate
+    /// `file` when told not to, but starts `file.0001`, `file.0002`, … (see `playedInOrder`).
+    func speakerLog(file: String) -> String { "testspeakerlog:FILE=\"\(file)\"" }
+
+    /// Everything a `speakerLog` speaker played, one playback after the other.
+    func playedInOrder(_ file: String) throws -> [Int16] {
+        let folder = (file as NSString).deletingLastPathComponent, name = (file as NSString).lastPathComponent
+        let more = try FileManager.default.contentsOfDirectory(atPath: folder)
+            .filter { $0.hasPrefix(name + ".") && Int($0.dropFirst(name.count + 1)) != nil }.sorted()
+        return try ([name] + more).flatMap { try readRaw(folder + "/" + $0) }
     }
 
     /// The speaker without conversion, writing what it is given to `file`.
