@@ -37,6 +37,16 @@ struct ParlourctlCommandLineTests {
         (["unpin"], run(.unpin)),
         (["token", "set"], ParlourctlInvocation(action: .setTokenFromInput)),
         (["token", "clear"], run(.tokenClear)),
+        (["room"], run(.room(name: nil))),
+        (["room", "study"], run(.room(name: "study"))),
+        (["room", "  living room "], run(.room(name: "living room"))),
+        (["room", ""], run(.room(name: ""))),
+        (["room", "--reset"], run(.roomReset)),
+        (["mute"], run(.mute)),
+        (["unmute", "--json"], run(.unmute, json: true)),
+        (["volume"], run(.volume(percent: nil))),
+        (["volume", "40"], run(.volume(percent: 40))),
+        (["volume", "0%"], run(.volume(percent: 0))),
         (["listen", "--callback", "http://h/cb?ctx=abc&n=1"], callback(.listen(hold: false), "http://h/cb?ctx=abc&n=1")),
         (["listen", "--hold", "--callback=https://h/cb"], callback(.listen(hold: true), "https://h/cb")),
         (["--json", "listen", "--no-wait", "--callback", "http://h/cb"], callback(.listen(hold: false), "http://h/cb", wait: false, json: true)),
@@ -89,6 +99,11 @@ struct ParlourctlCommandLineTests {
             + "satellite adds (status, response, reason, error); choose another name for it.\nSee 'parlourctl ask --help'."),
         (["status", "--callback", "http://h/cb"], "Error: Unknown option '--callback'.\nSee 'parlourctl status --help'."),
         (["token"], "Error: Missing expected argument '<subcommand>' after 'token'.\nSee 'parlourctl --help'."),
+        (["room", "den", "--reset"], "Error: Give a room or --reset, not both.\nSee 'parlourctl room --help'."),
+        (["room", "a", "b"], "Error: Unexpected argument 'b'.\nSee 'parlourctl room --help'."),
+        (["volume", "101"], "Error: The volume is a whole number from 0 to 100, not '101'.\nSee 'parlourctl volume --help'."),
+        (["volume", "loud"], "Error: The volume is a whole number from 0 to 100, not 'loud'.\nSee 'parlourctl volume --help'."),
+        (["mute", "now"], "Error: Unexpected argument 'now'.\nSee 'parlourctl mute --help'."),
         // The argument is probably the token: the refusal does not quote it.
         (["doctor", "now"], "Error: Unexpected argument 'now'.\nSee 'parlourctl doctor --help'."),
         (["token", "set", "s3cret-token"],
@@ -158,6 +173,10 @@ struct ParlourctlCommandLineTests {
               unpin                   Forget the pinned server and look for one again.
               token set               Store the token read from standard input.
               token clear             Remove the stored token.
+              room                    Print the room, or set it from the next request on.
+              mute                    Close the microphone until unmute, over restarts too.
+              unmute                  Let the microphone open again.
+              volume                  Print the speaker's volume, or set it from 0 to 100.
               server status           Print the pinned server's own status.
               server start            Start one of the server's model servers.
               server stop             Stop one of the server's model servers.

@@ -149,6 +149,21 @@ struct DoctorTests {
         await daemon.stop()
     }
 
+    @Test("muted, doctor leaves the microphone closed and says how to unmute; meter answers muted")
+    func muted() async throws {
+        let daemon = try await DaemonHarness.start(config: Self.config, mic: try await Speech.raw("hello there", before: 0, after: 1))
+        #expect(try await daemon.ctl("mute").status == 0)
+        let microphone = try await Self.doctor(daemon).checks["microphone"]
+        #expect(microphone == DoctorCheck(.microphone, .warn, "The satellite is muted, so the microphone was left closed and not tried.",
+                                          fix: "parlourctl unmute"))
+        let client = try SocketClient(path: daemon.socket)
+        client.request(.meter(seconds: 1), id: "m")
+        #expect(await client.result("m")?["error"] == "muted")
+        #expect(try await daemon.ctl("unmute").status == 0)
+        #expect(try await Self.doctor(daemon).checks["microphone"]?.status == .ok)
+        await daemon.stop()
+    }
+
     @Test("meter sends a level every 100 ms and then the levels of the whole stretch")
     func meter() async throws {
         let daemon = try await DaemonHarness.start(

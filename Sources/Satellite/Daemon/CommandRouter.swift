@@ -2,7 +2,9 @@
 // result. `watch` turns its connection into a stream of events until the client
 // goes or the daemon stops. A `listen` or `ask` with a callback is carried to
 // its end whether or not its caller stays, and its result also goes to the
-// callback (without `wait`, the caller is only told it was accepted).
+// callback (without `wait`, the caller is only told it was accepted). Every
+// command that needs control rights is first checked against the peer's
+// credentials (AccessPolicy) and logged with them, allowed or refused.
 import Foundation
 import Synchronization
 import SatelliteCore
@@ -11,6 +13,8 @@ import SatelliteCore
 public final class CommandRouter: ControlHandler {
     private let conversation: Conversation
     private let chooser: ServerChooser
+    private let settings: SettingsKeeper
+    private let volume: SpeakerVolume
     private let admin: ServerAdmin
     private let board: StatusBoard
     private let bus: EventBus
@@ -21,11 +25,14 @@ public final class CommandRouter: ControlHandler {
     private struct Watch { let task: Task<Void, Never>; let id: JSONValue; let connection: ControlConnection }
     private let watches = Mutex<[ObjectIdentifier: Watch]>([:])
 
-    public init(conversation: Conversation, chooser: ServerChooser, admin: ServerAdmin, board: StatusBoard, bus: EventBus,
-                callbacks: CallbackSender, doctor: Doctor, capture: AudioCapture, keeper: StateKeeper) {
+    public init(conversation: Conversation, chooser: ServerChooser, admin: ServerAdmin, settings: SettingsKeeper,
+                volume: SpeakerVolume, board: StatusBoard, bus: EventBus, callbacks: CallbackSender, doctor: Doctor,
+                capture: AudioCapture, keeper: StateKeeper) {
         self.conversation = conversation
         self.chooser = chooser
         self.admin = admin
+        self.settings = settings
+        self.volume = volume
         self.board = board
         self.bus = bus
         self.callbacks = callbacks
@@ -35,6 +42,10 @@ public final class CommandRouter: ControlHandler {
     }
 
     public func handle(_ request: ControlRequest, on connection: ControlConnection) async {
+        guard admit(request.command, from: connection.peer) else {
+            connection.finish(id: request.id, .error(AccessPolicy.refusal(request.command, peer: connection.peer)))
+            return
+        }
         // Registered before the request runs, so that shutdown waits for its callback too.
         let ticket = request.callback.map { callbacks.expect($0, command: request.command.name) }
         if !request.wait { connection.finish(id: request.id, .completed(["accepted": true, "id": request.id])) }
@@ -74,6 +85,22 @@ public final class CommandRouter: ControlHandler {
             result = await chooser.setToken(token)
         case .tokenClear:
             result = await chooser.clearToken()
+        case .room(nil):
+            result = .completed(await settings.room())
+        case .room(let name?):
+            result = await settings.setRoom(name)
+        case .roomReset:
+            result = await settings.resetRoom()
+        case .mute:
+            result = await settings.setMuted(true)
+        case .unmute:
+            result = await settings.setMuted(false)
+        case .volume(let percent):
+            result = await volume.volume(setTo: percent)
+            if percent != nil, case .completed(let now) = result {
+                bus.notice(.notice, "The volume is now \(now["percent"]?.intValue ?? 0)%.",
+                           ["card": volume.card, "control": now["control"]?.stringValue ?? volume.control])
+            }
         case .serverStatus:
             result = await admin.status()
         case .serverService(let name, let action):
@@ -96,6 +123,36 @@ public final class CommandRouter: ControlHandler {
         }
         if request.wait { connection.finish(id: request.id, result) }
         if let ticket { callbacks.deliver(result, for: ticket) }
+    }
+
+    /// Whether `peer` may run `command`; a changing command is logged with who sent it either way.
+    private func admit(_ command: ControlCommand, from peer: AccessPolicy.Peer?) -> Bool {
+        guard command.needsControl else { return true }
+        let allowed = AccessPolicy.allows(command, peer: peer, daemonUID: getuid(), groupID: Self.groupID())
+        var fields = ["command": command.name]
+        if let peer {
+            fields["uid"] = String(peer.uid)
+            fields["gid"] = String(peer.gid)
+            fields["pid"] = String(peer.pid)
+            if let user = peer.user { fields["user"] = user }
+        }
+        let who = peer?.description ?? "a peer the kernel did not name"
+        if allowed {
+            bus.notice(.info, "\(command.name) from \(who).", fields)
+        } else {
+            bus.notice(.warning, "Refused \(command.name) from \(who): only root, the daemon's own user and the "
+                + "\(AccessPolicy.group) group may control the satellite.", fields)
+        }
+        return allowed
+    }
+
+    /// The gid of group `parlour` as it is now (an admin may create it after the daemon started).
+    private static func groupID() -> UInt32? {
+        var group = Glibc.group()
+        var found: UnsafeMutablePointer<Glibc.group>?
+        var buffer = [CChar](repeating: 0, count: 16 * 1024)
+        guard getgrnam_r(AccessPolicy.group, &group, &buffer, buffer.count, &found) == 0, found != nil else { return nil }
+        return group.gr_gid
     }
 
     public func readEnded(_ connection: ControlConnection) async {

@@ -60,6 +60,24 @@ public enum ResultText {
         case .tokenSet: return "The token is stored. It is read afresh for every request.\n"
         case .tokenClear:
             return r["cleared"]?.boolValue == true ? "The token is removed.\n" : "There was no stored token.\n"
+        case .room(let name):
+            let room = r["room"]?.stringValue ?? ""
+            let config = r["configRoom"]?.stringValue ?? ""
+            if name != nil { return room.isEmpty ? "No room is set now.\n" : "The room is now \(room); the next request says so.\n" }
+            guard r["source"] == "parlourctl" else { return room.isEmpty ? "No room is set.\n" : "\(room)\n" }
+            let configSays = config.isEmpty ? "none" : config
+            return "\(room.isEmpty ? "(none)" : room) (set with parlourctl room; the config's room is \(configSays))\n"
+        case .roomReset:
+            let room = r["room"]?.stringValue ?? ""
+            return room.isEmpty ? "The config's room counts again: none is set.\n" : "The config's room counts again: \(room).\n"
+        case .mute:
+            return (r["changed"]?.boolValue == false ? "Already muted: " : "Muted: ")
+                + "the microphone is closed and nothing is sent. parlourctl unmute opens it again.\n"
+        case .unmute:
+            return r["changed"]?.boolValue == false ? "The microphone was not muted.\n" : "Unmuted: the microphone may open again.\n"
+        case .volume:
+            let percent = r["percent"]?.intValue.map { "\($0)%" } ?? "?"
+            return "Volume: \(percent) (\(r["control"]?.stringValue ?? "?") on \(r["card"]?.stringValue ?? "?"))\n"
         case .serverStatus: return serverStatus(r)
         case .serverService: return serverService(r)
         case .serverPipeline: return serverPipeline(r)

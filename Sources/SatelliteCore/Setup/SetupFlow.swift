@@ -350,7 +350,7 @@ public struct SetupFlow: Sendable {
             return askRoom()
         }
         stage = .settingRoom(name)
-        return .send(flush(), request: ["cmd": "room", "name": .string(name)])
+        return .send(flush(), request: Self.request(.room(name: name)))
     }
 
     private mutating func roomSet(_ result: ControlResult, _ name: String) -> SetupAction {
