@@ -48,14 +48,14 @@ struct ConfigTests {
             {"name": "kitchen-pi", "room": "Kitchen", "transport": "record", "wake": "push",
              "server": {"url": "https://parlour.example:8443", "retryMs": 60000},
              "audio": {"input": "plughw:1,0", "output": "hw:0", "silenceMs": 1200, "maxUtteranceMs": 30000,
-                       "leadingSilenceMs": 4000}}
+                       "leadingSilenceMs": 4000, "mixer": "Speaker", "mixerCard": "hw:1"}}
             """)
         #expect(loaded.warnings.isEmpty)
         #expect(loaded.config == SatelliteConfig(
             name: "kitchen-pi", room: "Kitchen", server: .init(url: "https://parlour.example:8443", retryMs: 60000),
             transport: .record, wake: .push,
             audio: .init(input: "plughw:1,0", output: "hw:0", silenceMs: 1200, maxUtteranceMs: 30000,
-                         leadingSilenceMs: 4000)))
+                         leadingSilenceMs: 4000, mixer: "Speaker", mixerCard: "hw:1")))
     }
 
     @Test("json() writes every key and reads back to the same config")
@@ -67,7 +67,7 @@ struct ConfigTests {
         config.audio.silenceMs = 500
         let json = config.json()
         #expect(json["server"]?["url"] == "http://parlour.local:8765")
-        #expect(json["audio"]?.objectValue?.count == 5)
+        #expect(json["audio"]?.objectValue?.count == 7)
         #expect(try decode(json.text, hostName: "elsewhere").config == config)
     }
 
@@ -134,7 +134,10 @@ struct ConfigTests {
         (#"{"audio": {"output": " "}}"#,
          #"satellite.json: audio.output: expected an ALSA device name such as "default" or "plughw:1,0", found " ""#),
         (#"{"audio": "default"}"#,
-         #"satellite.json: audio: expected an object with the keys input, output, silenceMs, maxUtteranceMs, leadingSilenceMs, found "default""#),
+         #"satellite.json: audio: expected an object with the keys input, output, silenceMs, maxUtteranceMs, leadingSilenceMs, mixer, mixerCard, found "default""#),
+        (#"{"audio": {"mixer": ""}}"#,
+         #"satellite.json: audio.mixer: expected a mixer control name such as "Master", "PCM" or "Speaker" (amixer scontrols lists them), found """#),
+        (#"{"audio": {"mixerCard": 1}}"#, "satellite.json: audio.mixerCard: expected a string, found 1"),
         (#"{"server": "http://parlour.local:8765"}"#,
          #"satellite.json: server: expected an object with the keys url, retryMs, found "http://parlour.local:8765""#),
     ])
@@ -214,7 +217,9 @@ struct ConfigTests {
          [#"satellite.json: unknown key "server.token" is ignored."#,
           #"satellite.json: unknown key "sounds.wake" is ignored; did you mean "sounds.awake"?"#]),
         (#"{"mixer": {"volume": 80}}"#,
-         [#"satellite.json: unknown key "mixer" is ignored."#]),
+         [#"satellite.json: unknown key "mixer" is ignored; did you mean "audio.mixer"?"#]),
+        (#"{"volume": {"level": 80}}"#,
+         [#"satellite.json: unknown key "volume" is ignored."#]),
     ])
     func unknownKeys(text: String, warnings: [String]) throws {
         let loaded = try decode(text)

@@ -2,6 +2,9 @@
 // consumes its frames (the record transport opens it per utterance), reports
 // the microphone's health on the bus when it changes, and while the device is
 // broken probes it with back-off. Frames go to the one consumer, never the bus.
+// Muted, it does not open the device at all, not even to probe it: the device
+// is released so that another program may have it.
+import Glibc
 import SatelliteCore
 
 /// Owns the capture device: opens it for one consumer at a time and watches its health.
@@ -10,10 +13,15 @@ public actor AudioCapture {
     private let bus: EventBus
     private var watch: DeviceWatch
     private var current: ALSACaptureDevice?
+    /// The device opened last, open or not: a mute waits until even one being closed is released.
+    private var last: ALSACaptureDevice?
+    private var muted: Bool
 
     /// `retry` is the back-off between probes of a broken device.
-    public init(device: String, bus: EventBus, retry: Backoff = Backoff(first: .seconds(1), cap: .seconds(30))) {
+    public init(device: String, bus: EventBus, retry: Backoff = Backoff(first: .seconds(1), cap: .seconds(30)),
+                muted: Bool = false) {
         self.device = device
+        self.muted = muted
         self.bus = bus
         self.watch = DeviceWatch(device: device, bus: bus, backoff: retry, event: SatelliteEvent.microphone)
     }
@@ -28,6 +36,8 @@ public actor AudioCapture {
     public func open(periodFrames: Int = 320) async throws(ALSAError) -> AsyncStream<CaptureChunk> {
         // Another open may slip in while this one waits for the old device to close.
         while current != nil { await close() }
+        // Callers do not ask while muted; one that raced a mute is refused without a word on the bus.
+        if muted { throw ALSAError(function: "snd_pcm_open", code: -EPERM, device: device) }
         let capture: ALSACaptureDevice
         do {
             capture = try ALSACaptureDevice.open(device: device, periodFrames: periodFrames)
@@ -36,6 +46,7 @@ public actor AudioCapture {
             throw error
         }
         current = capture
+        last = capture
         watch.works()
         return capture.frames { [weak self] error in
             Task { await self?.captureFailed(capture, error) }
@@ -50,11 +61,54 @@ public actor AudioCapture {
         await capture.closed()
     }
 
+    /// About `duration` of what the microphone hears, for someone who only listens in (doctor,
+    /// the level meter), without taking it from anyone: while a consumer holds it open, a copy of
+    /// the consumer's chunks; otherwise the device is opened for this alone, and a consumer's
+    /// `open()` takes it over (the stream then ends early). A device that stops giving sound ends
+    /// the stream two seconds after it should have ended; a failure ends it with `.failed`.
+    public func listenIn(for duration: Duration) async throws(ALSAError) -> AsyncStream<CaptureChunk> {
+        let source: AsyncStream<CaptureChunk>
+        var owned: ALSACaptureDevice?
+        if let current, !current.isClosed {
+            source = current.copies()
+        } else {
+            source = try await open()
+            owned = current
+        }
+        let wanted = Int(duration / .milliseconds(1)) * 16
+        let (stream, out) = AsyncStream.makeStream(of: CaptureChunk.self, bufferingPolicy: .bufferingNewest(100))
+        let forward = Task { [weak self] in
+            var got = 0
+            for await chunk in source {
+                out.yield(chunk)
+                guard case .samples(let samples) = chunk else { break }
+                got += samples.count
+                if got >= wanted { break }
+            }
+            out.finish()
+            if let owned { await self?.release(owned) }
+        }
+        let deadline = Task {
+            try? await Task.sleep(for: duration + .seconds(2))
+            forward.cancel()
+        }
+        out.onTermination = { _ in
+            forward.cancel()
+            deadline.cancel()
+        }
+        return stream
+    }
+
+    /// Closes `device` if it is still the one open (a listener in is done with it).
+    private func release(_ device: ALSACaptureDevice) async {
+        if current === device { await close() }
+    }
+
     /// Opens and closes the device once, to learn whether it works (at start, for status).
     /// While the microphone is open it is known to work and is not opened twice.
     @discardableResult
     public func probe() -> DeviceHealth {
-        if current == nil {
+        if current == nil && !muted {
             do {
                 try ALSACaptureDevice.open(device: device).stop()
                 watch.works()
@@ -63,6 +117,20 @@ public actor AudioCapture {
             }
         }
         return watch.health
+    }
+
+    /// Muted: closes the device (returning once it is released) and opens it for nobody, not even a
+    /// probe, until unmuted. Unmuted: probes once, so status says whether the microphone works.
+    public func setMuted(_ muted: Bool) async {
+        self.muted = muted
+        if muted {
+            watch.stop()
+            await close()
+            await last?.closed()
+            last = nil
+        } else {
+            probe()
+        }
     }
 
     /// Answers the watchdog: the actor is not stuck.
@@ -85,6 +153,6 @@ public actor AudioCapture {
 
     /// One retry: true once the device works again.
     private func retryProbe() -> Bool {
-        probe().ok == true
+        muted || probe().ok == true
     }
 }

@@ -7,7 +7,9 @@
 // awake once the microphone is open (so nothing said over it is lost), done
 // when the utterance ends, error on an error result. When the house cannot be
 // reached, the satellite says so itself (OfflineVoice) and the result says
-// `via: "satellite"`.
+// `via: "satellite"`. Muted, it refuses to listen; a mute in the middle of a
+// capture drops what was heard (nothing is sent), while a turn past its capture
+// (thinking, speaking) finishes and its answer plays.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -48,14 +50,20 @@ public actor Conversation {
         var stopReason: CancelReason?
         var holdReleased = false
         var holder: ControlConnection?
+        /// The record transport's capture is under way (the microphone is open for it).
+        var capturing = false
+        /// Stopped by a mute while capturing: the result is `muted`.
+        var mutedWhileCapturing = false
     }
     private var turn: Turn?
     private var turns = 0
     private var shuttingDown = false
+    private var muted: Bool
 
     public init(settings: Settings, capture: AudioCapture, playback: Playback, link: Link, bus: EventBus, keeper: StateKeeper,
-                stream: ListenStream? = nil, cues: CuePlayer? = nil, offline: OfflineVoice? = nil) {
+                stream: ListenStream? = nil, cues: CuePlayer? = nil, offline: OfflineVoice? = nil, muted: Bool = false) {
         self.settings = settings
+        self.muted = muted
         self.capture = capture
         self.playback = playback
         self.link = link
@@ -71,6 +79,7 @@ public actor Conversation {
     /// Captures now and answers; `hold` keeps capturing until `release` (or the holder goes).
     public func listen(hold: Bool, holder: ControlConnection?) async -> ControlResult {
         if shuttingDown { return .cancelled(.shuttingDown) }
+        if muted { return .error(.microphoneMuted) }
         // The turn under way ends first (its caller is told it was superseded), so two
         // turns never share the microphone.
         while let old = turn {
@@ -85,11 +94,13 @@ public actor Conversation {
         let task = Task { await self.runTurn(number: number, hold: hold) }
         turn = Turn(number: number, task: task, holder: hold ? holder : nil)
         let result = await task.value
+        var mutedWhileCapturing = false
         if turn?.number == number {
+            mutedWhileCapturing = turn?.mutedWhileCapturing ?? false
             turn = nil
             keeper.update { $0.phase = nil }
         }
-        return result
+        return mutedWhileCapturing ? .error(.mutedWhileListening) : result
     }
 
     /// Ends a held capture: what was heard so far is sent.
@@ -192,7 +203,19 @@ public actor Conversation {
         }
     }
 
+    /// Requests from now on name `room`.
     public func setRoom(_ room: String) { settings.room = room }
+
+    /// Muted, `listen` is refused; a capture under way (record transport) stops and its caller
+    /// gets `muted`. The stream transport's turn is the stream's to end (`ListenStream.setMuted`).
+    public func setMuted(_ muted: Bool) {
+        self.muted = muted
+        guard muted, var current = turn, current.capturing else { return }
+        current.mutedWhileCapturing = true
+        turn = current
+        stopTurn(.cancelledByUser)
+    }
+
     public func ping() -> Bool { true }
 
     private func stopTurn(_ reason: CancelReason) {
@@ -204,6 +227,12 @@ public actor Conversation {
 
     private func stopReason(_ number: Int) -> CancelReason {
         turn.flatMap { $0.number == number ? $0.stopReason : nil } ?? .cancelledByUser
+    }
+
+    private func setCapturing(_ number: Int, _ capturing: Bool) {
+        guard var current = turn, current.number == number else { return }
+        current.capturing = capturing
+        turn = current
     }
 
     private func released(_ number: Int) -> Bool {
@@ -232,8 +261,11 @@ public actor Conversation {
             return Task.isCancelled ? .cancelled(stopReason(number)) : result
         }
         keeper.update { $0.phase = .listening }
+        setCapturing(number, true)
+        let recording = await record(number: number, hold: hold)
+        setCapturing(number, false)
         let recorded: [Int16]
-        switch await record(number: number, hold: hold) {
+        switch recording {
         case .heard(let samples): recorded = samples
         case .ended(let result): return result
         }

@@ -2,12 +2,15 @@
 // result. `watch` turns its connection into a stream of events until the client
 // goes or the daemon stops. A `listen` or `ask` with a callback is carried to
 // its end whether or not its caller stays, and its result also goes to the
-// callback (without `wait`, the caller is only told it was accepted).
+// callback (without `wait`, the caller is only told it was accepted). Every
+// command that needs control rights is first checked against the peer's
+// credentials (AccessPolicy) and logged with them, allowed or refused.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
+import Glibc
 import Synchronization
 import SatelliteCore
 
@@ -15,24 +18,39 @@ import SatelliteCore
 public final class CommandRouter: ControlHandler {
     private let conversation: Conversation
     private let chooser: ServerChooser
+    private let settings: SettingsKeeper
+    private let volume: SpeakerVolume
     private let admin: ServerAdmin
     private let board: StatusBoard
     private let bus: EventBus
     private let callbacks: CallbackSender
+    private let doctor: Doctor
+    private let capture: AudioCapture
+    private let keeper: StateKeeper
     private struct Watch { let task: Task<Void, Never>; let id: JSONValue; let connection: ControlConnection }
     private let watches = Mutex<[ObjectIdentifier: Watch]>([:])
 
-    public init(conversation: Conversation, chooser: ServerChooser, admin: ServerAdmin, board: StatusBoard, bus: EventBus,
-                callbacks: CallbackSender) {
+    public init(conversation: Conversation, chooser: ServerChooser, admin: ServerAdmin, settings: SettingsKeeper,
+                volume: SpeakerVolume, board: StatusBoard, bus: EventBus, callbacks: CallbackSender, doctor: Doctor,
+                capture: AudioCapture, keeper: StateKeeper) {
         self.conversation = conversation
         self.chooser = chooser
         self.admin = admin
+        self.settings = settings
+        self.volume = volume
         self.board = board
         self.bus = bus
         self.callbacks = callbacks
+        self.doctor = doctor
+        self.capture = capture
+        self.keeper = keeper
     }
 
     public func handle(_ request: ControlRequest, on connection: ControlConnection) async {
+        guard admit(request.command, from: connection.peer) else {
+            connection.finish(id: request.id, .error(AccessPolicy.refusal(request.command, peer: connection.peer)))
+            return
+        }
         // Registered before the request runs, so that shutdown waits for its callback too.
         let ticket = request.callback.map { callbacks.expect($0, command: request.command.name) }
         if !request.wait { connection.finish(id: request.id, .completed(["accepted": true, "id": request.id])) }
@@ -72,6 +90,22 @@ public final class CommandRouter: ControlHandler {
             result = await chooser.setToken(token)
         case .tokenClear:
             result = await chooser.clearToken()
+        case .room(nil):
+            result = .completed(await settings.room())
+        case .room(let name?):
+            result = await settings.setRoom(name)
+        case .roomReset:
+            result = await settings.resetRoom()
+        case .mute:
+            result = await settings.setMuted(true)
+        case .unmute:
+            result = await settings.setMuted(false)
+        case .volume(let percent):
+            result = await volume.volume(setTo: percent)
+            if percent != nil, case .completed(let now) = result {
+                bus.notice(.notice, "The volume is now \(now["percent"]?.intValue ?? 0)%.",
+                           ["card": volume.card, "control": now["control"]?.stringValue ?? volume.control])
+            }
         case .serverStatus:
             result = await admin.status()
         case .serverService(let name, let action):
@@ -87,9 +121,43 @@ public final class CommandRouter: ControlHandler {
         case .serverRestartAgent:
             result = await admin.restartAgent()
             bus.publish(.finished(command: "server restart-agent", result: result))
+        case .doctor:
+            result = .completed(await doctor.run().json)
+        case .meter(let seconds):
+            result = await meter(seconds, on: connection)
         }
         if request.wait { connection.finish(id: request.id, result) }
         if let ticket { callbacks.deliver(result, for: ticket) }
+    }
+
+    /// Whether `peer` may run `command`; a changing command is logged with who sent it either way.
+    private func admit(_ command: ControlCommand, from peer: AccessPolicy.Peer?) -> Bool {
+        guard command.needsControl else { return true }
+        let allowed = AccessPolicy.allows(command, peer: peer, daemonUID: getuid(), groupID: Self.groupID())
+        var fields = ["command": command.name]
+        if let peer {
+            fields["uid"] = String(peer.uid)
+            fields["gid"] = String(peer.gid)
+            fields["pid"] = String(peer.pid)
+            if let user = peer.user { fields["user"] = user }
+        }
+        let who = peer?.description ?? "a peer the kernel did not name"
+        if allowed {
+            bus.notice(.info, "\(command.name) from \(who).", fields)
+        } else {
+            bus.notice(.warning, "Refused \(command.name) from \(who): only root, the daemon's own user and the "
+                + "\(AccessPolicy.group) group may control the satellite.", fields)
+        }
+        return allowed
+    }
+
+    /// The gid of group `parlour` as it is now (an admin may create it after the daemon started).
+    private static func groupID() -> UInt32? {
+        var group = Glibc.group()
+        var found: UnsafeMutablePointer<Glibc.group>?
+        var buffer = [CChar](repeating: 0, count: 16 * 1024)
+        guard getgrnam_r(AccessPolicy.group, &group, &buffer, buffer.count, &found) == 0, found != nil else { return nil }
+        return group.gr_gid
     }
 
     public func readEnded(_ connection: ControlConnection) async {
@@ -98,6 +166,34 @@ public final class CommandRouter: ControlHandler {
         if let watch = watches.withLock({ $0.removeValue(forKey: ObjectIdentifier(connection)) }) {
             await end(watch, .cancelledByUser)
         }
+    }
+
+    /// `meter`: a `level` event every 100 ms for `seconds`, then the levels of the whole stretch.
+    /// The microphone is listened in on through its actor, so a conversation keeps it.
+    private func meter(_ seconds: Int, on connection: ControlConnection) async -> ControlResult {
+        if board.current.muted || keeper.state == .muted {
+            return .failure(.muted, "The satellite is muted, so the microphone stays closed. Unmute it with parlourctl unmute.")
+        }
+        let chunks: AsyncStream<CaptureChunk>
+        do {
+            chunks = try await capture.listenIn(for: .seconds(seconds))
+        } catch {
+            return .failure(.microphoneUnavailable, "The microphone \(error.device) cannot be opened: \(error.reason).")
+        }
+        var meter = LevelMeter()
+        for await chunk in chunks {
+            switch chunk {
+            case .samples(let samples):
+                for level in meter.add(samples) {
+                    guard case .object(var fields) = LevelMeter.event(level) else { continue }
+                    fields["v"] = .number(Double(ControlProtocol.version))
+                    connection.send(JSONValue.object(fields).text)
+                }
+            case .failed(let error):
+                return .failure(.microphoneUnavailable, "The microphone \(error.device) failed while listening: \(error.reason).")
+            }
+        }
+        return .completed(meter.result)
     }
 
     private func startWatch(_ id: JSONValue, on connection: ControlConnection) {

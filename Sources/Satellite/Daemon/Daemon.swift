@@ -41,7 +41,16 @@ public final class Daemon: Sendable {
         let notifier = Notifier()
         let keeper = StateKeeper(bus: bus)
 
-        let capture = AudioCapture(device: config.audio.input, bus: bus)
+        // The room set with parlourctl, and muting, outlive a restart (settings.json).
+        let local = SettingsKeeper.load(stateDirectory: paths.stateDirectory, configRoom: config.room, bus: bus)
+        let room = local.room(config: config.room)
+        board.update {
+            $0.room = room
+            $0.muted = local.muted
+        }
+        keeper.update { $0.muted = local.muted }
+
+        let capture = AudioCapture(device: config.audio.input, bus: bus, muted: local.muted)
         let playback = Playback(device: config.audio.output, bus: bus)
         let cuePlayer = CuePlayer(playback: playback, sounds: cues)
         // The awake sound reaches a real microphone too (and the speaker's buffer delays it): it is recorded, but not taken for speech.
@@ -54,43 +63,54 @@ public final class Daemon: Sendable {
         // Subscribed before the first state change, so the hook hears starting → … too.
         let stateHook = hook.map {
             StateHook(settings: .init(command: $0, timeout: .milliseconds(config.hooks.timeoutMs), environment: environment,
-                                      socket: paths.socket, room: config.room), bus: bus)
+                                      socket: paths.socket, room: room), bus: bus)
         }
         let serverURL = config.server.url.isEmpty ? nil : config.server.url
         // A kill in the middle of a write leaves a temporary beside the file (the token, perhaps).
-        for file in [paths.tokenFile, paths.pinFile] { AtomicFile.removeLeftovers(of: file) }
+        for file in ["token", "pin.json", "doctor"] {
+            AtomicFile.removeLeftovers(of: SatellitePaths.joined(paths.stateDirectory, file))
+        }
         let pin = ServerPin(stateDirectory: paths.stateDirectory, configuredURL: serverURL, bus: bus)
         let discovery = Discovery(bus: bus)
-        let link = Link(tokens: TokenStore(stateDirectory: paths.stateDirectory, environment: environment),
-                        http: HTTPClient(bus: bus), bus: bus, keeper: keeper, retryMs: config.server.retryMs)
+        let tokens = TokenStore(stateDirectory: paths.stateDirectory, environment: environment)
+        let link = Link(tokens: tokens, http: HTTPClient(bus: bus), bus: bus, keeper: keeper, retryMs: config.server.retryMs)
         let chooser = ServerChooser(pin: pin, discovery: discovery, link: link, bus: bus,
                                     stateDirectory: paths.stateDirectory, retryMs: config.server.retryMs)
         var stream: ListenStream?
         if config.transport == .stream {
             stream = ListenStream(
-                settings: .init(name: config.name, room: config.room, mode: config.wake == .push ? .push : .wake,
+                settings: .init(name: config.name, room: room, mode: config.wake == .push ? .push : .wake,
                                 retryMs: config.server.retryMs, endpointing: endpointing),
-                link: link, capture: capture, playback: playback, bus: bus, keeper: keeper, cues: cuePlayer)
+                link: link, capture: capture, playback: playback, bus: bus, keeper: keeper, cues: cuePlayer, muted: local.muted)
         }
         let conversation = Conversation(
-            settings: .init(name: config.name, room: config.room, endpointing: endpointing),
+            settings: .init(name: config.name, room: room, endpointing: endpointing),
             capture: capture, playback: playback, link: link, bus: bus, keeper: keeper, stream: stream,
-            cues: cuePlayer, offline: offline)
+            cues: cuePlayer, offline: offline, muted: local.muted)
+        let settings = SettingsKeeper(initial: local, stateDirectory: paths.stateDirectory, configRoom: config.room,
+                                      conversation: conversation, stream: stream, capture: capture, keeper: keeper, bus: bus)
+        let volume = SpeakerVolume(output: config.audio.output, mixer: config.audio.mixer, mixerCard: config.audio.mixerCard)
         let callbacks = CallbackSender(bus: bus)
-        let router = CommandRouter(conversation: conversation, chooser: chooser, admin: ServerAdmin(link: link), board: board, bus: bus,
-                                   callbacks: callbacks)
+        let doctor = Doctor(parts: .init(capture: capture, playback: playback, discovery: discovery, pin: pin, link: link,
+                                         tokens: tokens, keeper: keeper, board: board), paths: paths)
+        let router = CommandRouter(conversation: conversation, chooser: chooser, admin: ServerAdmin(link: link), settings: settings,
+                                   volume: volume, board: board, bus: bus, callbacks: callbacks, doctor: doctor, capture: capture,
+                                   keeper: keeper)
 
         let server = try ControlServer(path: paths.socket, handler: router)
-        let journalTask = Task { await journal.run(journalEvents, room: config.room) }
-        let notifierTask = Task { await notifier.run(notifierEvents, room: config.room) }
+        let journalTask = Task { await journal.run(journalEvents, room: room) }
+        let notifierTask = Task { await notifier.run(notifierEvents, room: room) }
 
         // Before READY=1, so the first state already says whether there is a server.
         await link.follow(await pin.current())
         server.start()
         keeper.update { $0.started = true }
-        notifier.ready(status: keeper.state.sentence(room: config.room))
+        notifier.ready(status: keeper.state.sentence(room: room))
         bus.notice(.notice, "parlour-satellite \(SatelliteVersion.satellite) is ready.",
                    ["socket": paths.socket, "transport": config.transport.rawValue])
+        if local.muted {
+            bus.notice(.notice, "Muted: the microphone stays closed until parlourctl unmute.", ["muted": "true"])
+        }
 
         var services: [Task<Void, Never>] = [
             Task { await discovery.run() }, Task { await link.run() }, Task { await chooser.run() },

@@ -3,12 +3,12 @@
 // wrong: a cancelled task must stop the transfer (the progress callback aborts
 // it), and curl must never send the token anywhere but the URL it was given:
 // no redirects, no proxies, http and https only.
-import CCurl
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
+import CCurl
 import SatelliteCore
 import Synchronization
 

@@ -4,12 +4,12 @@
 // other threads queued. Easy to get wrong: lws_write only in WRITEABLE, one
 // write per callback; callbacks copy and yield and never block; lws's own log
 // would print URLs and headers, so it is silenced before the first context.
-import CWebSockets
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
+import CWebSockets
 import SatelliteCore
 import Synchronization
 

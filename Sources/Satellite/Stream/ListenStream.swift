@@ -6,7 +6,10 @@
 // a turn's result must come once even when the server says nothing; the token
 // goes in the handshake header only, and no log line carries it. The awake and
 // done cues play as listening starts and ends (the server's listening in wake
-// mode); what the microphone hears meanwhile still goes up.
+// mode); what the microphone hears meanwhile still goes up. The room is in the
+// socket's URL, so a new room reopens the socket, but only once no turn is under
+// way (ours or the server's), so no question is lost to it. Muted, the socket
+// stays open and nothing goes up; answers already on their way still play.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -41,7 +44,7 @@ public actor ListenStream {
     /// The largest binary message taken from the server: a long float32 reply fits.
     public static let maxBinary = 8 << 20
 
-    private let settings: Settings
+    private var settings: Settings
     private let link: Link
     private let capture: AudioCapture
     private let playback: Playback
@@ -79,9 +82,19 @@ public actor ListenStream {
     /// Wake mode: whether the server said it is listening (its turn, not a push turn).
     private var serverListening = false
 
+    /// The microphone stays closed and nothing goes up.
+    private var muted: Bool
+    /// What the server last said it is doing (wake mode): a turn of its own is under way unless idle.
+    private var serverState = ListenState.idle
+    /// Set when the socket is to be reopened (a new room) once nothing is under way: why, for the journal.
+    private var reopening: String?
+    /// Set when the socket was closed on purpose to reopen it: why.
+    private var closing: String?
+
     public init(settings: Settings, link: Link, capture: AudioCapture, playback: Playback, bus: EventBus, keeper: StateKeeper,
-                cues: CuePlayer? = nil) {
+                cues: CuePlayer? = nil, muted: Bool = false) {
         self.settings = settings
+        self.muted = muted
         self.link = link
         self.capture = capture
         self.playback = playback
@@ -104,8 +117,9 @@ public actor ListenStream {
                 continue
             }
             let url: String
+            let room = settings.room
             do {
-                url = try ListenURL.build(server: server, client: settings.name, room: settings.room, mode: settings.mode)
+                url = try ListenURL.build(server: server, client: settings.name, room: room, mode: settings.mode)
             } catch {
                 lastProblem = SatelliteError(.noServer, "The server URL cannot be used for /listen: \(error.description).")
                 bus.notice(.error, lastProblem.message)
@@ -116,8 +130,16 @@ public actor ListenStream {
             if let token = await link.streamToken() { headers["Authorization"] = "Bearer \(token)" }
             let client = WebSocketClient.connect(url: url, headers: headers, maxMessage: Self.maxBinary,
                                                  maxText: ListenMessage.maxTextBytes)
-            let ending = await session(client, url: url)
+            let ending = await session(client, url: url, room: room)
             if Task.isCancelled { break }
+            if let why = closing {
+                // Closed on purpose: back at once, and the back-off is left as it was.
+                closing = nil
+                bus.notice(.notice, "Reconnecting to the server's /listen: \(why).")
+                continue
+            }
+            // Said here too: a reopening kept the state as it was, and its attempt may have failed.
+            keeper.update { $0.streamConnected = false }
             let delay = policy.delay(after: ending)
             let when = delay == .zero ? "at once" : "in \(Self.seconds(delay))"
             // The same failure attempt after attempt is said once, then at debug.
@@ -132,8 +154,8 @@ public actor ListenStream {
         await setMicrophone()
     }
 
-    /// One connection, from connecting to its last event; says how it ended.
-    private func session(_ client: WebSocketClient, url: String) async -> ReconnectPolicy.Ending {
+    /// One connection, from connecting to its last event; says how it ended. `room` is the one in `url`.
+    private func session(_ client: WebSocketClient, url: String, room: String) async -> ReconnectPolicy.Ending {
         var openedAt: ContinuousClock.Instant?
         defer { client.close() }
         for await event in client.events {
@@ -148,6 +170,8 @@ public actor ListenStream {
                 await link.streamOpened()
                 lastNotice = ""
                 bus.notice(.notice, "Connected to the server's /listen.", ["url": url, "mode": settings.mode.rawValue])
+                // The room changed while this connection was being made: it is reopened again.
+                if room == settings.room { reopening = nil } else { reopenIfQuiet() }
             case .text(let text):
                 await received(text)
             case .binary(let data):
@@ -210,7 +234,9 @@ public actor ListenStream {
         guard connection != nil || isReady else { return }
         connection = nil
         isReady = false
-        keeper.update { $0.streamConnected = false }
+        serverState = .idle
+        // Reopened on purpose, it is back at once: no `offline` flickers past.
+        if closing == nil { keeper.update { $0.streamConnected = false } }
         if let current = turn, current.phase != .playing {
             finishTurn(current.number, .failure(.serverUnreachable, "The connection to the server ended during the turn. \(lastProblem.message)"))
         }
@@ -229,8 +255,7 @@ public actor ListenStream {
 
     private static func seconds(_ duration: Duration) -> String {
         let ms = milliseconds(duration)
-        let tenths = (ms + 50) / 100
-        return ms % 1000 == 0 ? "\(ms / 1000) s" : "\(tenths / 10).\(tenths % 10) s"
+        return ms % 1000 == 0 ? "\(ms / 1000) s" : String(printf: "%.1f s", Double(ms) / 1000)
     }
 
     // MARK: From the server
@@ -256,7 +281,7 @@ public actor ListenStream {
             }
             await setMicrophone()
         case .state(let state, let text):
-            await serverState(state, text: text)
+            await self.serverState(state, text: text)
         case .reply(let text, let via):
             bus.publish(.reply(text: text, via: via))
             if var current = turn, current.phase == .answering {
@@ -274,6 +299,8 @@ public actor ListenStream {
     }
 
     private func serverState(_ state: ListenState, text: String?) async {
+        serverState = state
+        defer { reopenIfQuiet() }
         if var current = turn {
             // Until `end` went up, the states are not about this turn.
             guard current.phase == .answering else { return }
@@ -372,6 +399,7 @@ public actor ListenStream {
             if let failure { bus.notice(.error, "The answer could not be played on \(failure.device): \(failure.reason).") }
             keeper.update { $0.phase = nil }
         }
+        reopenIfQuiet()
     }
 
     /// Stops a wake-mode reply playing; false when none was.
@@ -387,6 +415,7 @@ public actor ListenStream {
     /// (or, with `hold`, the holder) ends it, then the answer. Cancelling the calling task
     /// sends `cancel` and ends it with `cancelled_by_user`.
     public func pushTurn(hold: Bool, released: @escaping @Sendable () async -> Bool) async -> ControlResult {
+        if muted { return .error(.microphoneMuted) }
         guard let connection, isReady else { return .error(lastProblem) }
         if playing != nil { await playback.cancel() }
         turns += 1
@@ -442,12 +471,55 @@ public actor ListenStream {
         current.timeout?.cancel()
         current.continuation.resume(returning: result)
         Task { await self.setMicrophone() }
+        reopenIfQuiet()
+    }
+
+    // MARK: Room and mute
+
+    /// Requests from now on name `room`. The socket's URL carries it, so the socket is reopened,
+    /// at once when nothing is under way, else as soon as the turn under way has ended.
+    public func setRoom(_ room: String) {
+        guard room != settings.room else { return }
+        settings.room = room
+        reopening = room.isEmpty ? "the satellite has no room now" : "requests now name the room \(room)"
+        reopenIfQuiet()
+    }
+
+    /// Muted: the microphone closes and nothing goes up; a push turn still capturing ends with
+    /// `muted`, and an answer already on its way still plays. The socket stays open. In wake mode,
+    /// a question the server was still hearing is dropped by reopening the socket, so the server
+    /// never answers half of it after `unmute`.
+    public func setMuted(_ muted: Bool) async {
+        guard muted != self.muted else { return }
+        self.muted = muted
+        if muted {
+            if let current = turn, current.phase == .capturing {
+                batcher.reset()
+                connection?.sendText(ListenCommand.cancel.text)
+                finishTurn(current.number, .error(.mutedWhileListening))
+            } else if turn == nil, serverState == .listening, let connection {
+                closing = "the microphone was muted while the server was listening, so it drops what it heard"
+                connection.close()
+            }
+        }
+        await setMicrophone()
+    }
+
+    /// Whether nothing is under way that a reopened socket would cut off.
+    private var quiet: Bool { turn == nil && playing == nil && serverState == .idle }
+
+    private func reopenIfQuiet() {
+        guard let why = reopening, quiet, let connection else { return }
+        reopening = nil
+        closing = why
+        connection.close()
     }
 
     // MARK: The microphone
 
     /// Open while it is needed: always once ready in wake mode, and for a push turn's capture.
     private var wantsMicrophone: Bool {
+        if muted { return false }
         if turn?.phase == .capturing { return connection != nil }
         return settings.mode == .wake && isReady
     }

@@ -9,12 +9,12 @@
 // group must not be signalled once its leader is reaped (the number may be
 // reused), so the reaper first waits without reaping, and signals are sent
 // under the same lock.
-import CSpawn
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
+import CSpawn
 import Glibc
 import Synchronization
 

@@ -7,12 +7,12 @@
 // be needed. Easy to get wrong: espeak-ng's API is not thread-safe (only that
 // one thread ever calls it), and its synchronous mode blocks, so it never runs
 // on Swift's cooperative pool.
-import CEspeak
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
+import CEspeak
 import Glibc
 import SatelliteCore
 import Synchronization

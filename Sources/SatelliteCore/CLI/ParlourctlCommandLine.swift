@@ -21,6 +21,8 @@ public struct ParlourctlInvocation: Sendable, Equatable {
         case setTokenFromInput
         /// Ask on the terminal before stopping a model server (unless `yes`), then send `server stop`.
         case stopService(name: String, yes: Bool)
+        /// Walk through setup on the terminal (SetupFlow), sending a request at each step.
+        case setup
     }
 
     public var action: Action
@@ -51,6 +53,20 @@ public enum ParlourctlCommandLine {
     /// Every command, in the order help lists them.
     static let commands: [CommandSpec] = [
         CommandSpec(name: "status", abstract: "Print the state of the satellite and its server.") { _ in .run(.status) },
+        CommandSpec(name: "setup", abstract: "Walk through setting the satellite up, step by step.",
+                    discussion: """
+                        Four steps, as in the Parlour app: Connect (pair with a server), Voice
+                        (watch the microphone hear you, and choose the room), Extras, and Finish
+                        (what was set). Run it again any time: Enter keeps what is set. It needs
+                        a terminal; without one, use parlourctl pair - and parlourctl room NAME.
+                        """) { _ in .setup },
+        CommandSpec(name: "doctor", abstract: "Check what the satellite needs, and how to fix it.",
+                    discussion: """
+                        Checks, in this order: microphone, speaker, audio_group, avahi,
+                        server_seen, server_pinned, token, clock, state_folder, socket. Each is
+                        ok, warn or fail, with what was found and the command that fixes it.
+                        Exits 1 when any check failed, else 0.
+                        """) { _ in .run(.doctor) },
         CommandSpec(name: "watch", abstract: "Print events as they happen until interrupted.",
                     discussion: "With --json, each event is one JSON object on a line of its own.") { _ in .run(.watch) },
         CommandSpec(name: "listen", abstract: "Listen now and print what was heard and the reply.",
@@ -112,6 +128,42 @@ public enum ParlourctlCommandLine {
                     refusesArguments: "token set takes no argument: the token would show in the process list. "
                         + "Give it on standard input: parlourctl token set < FILE.") { _ in .setTokenFromInput },
         CommandSpec(name: "token clear", abstract: "Remove the stored token.") { _ in .run(.tokenClear) },
+        CommandSpec(name: "room", abstract: "Print the room, or set it from the next request on.",
+                    discussion: """
+                        The room is sent with every request, so the server knows where it was
+                        asked. A room set here outlives a restart and wins over the config's
+                        room until that is edited, or until --reset; "" sets no room.
+                        """,
+                    arguments: [ArgumentSpec("<name>", .optional, help: "The room, such as kitchen; none prints it.")],
+                    options: [OptionSpec("--reset", help: "Use the config's room again.")]) { command throws(UsageError) in
+            let reset = command.flags.contains("--reset")
+            guard let text = command.arguments.first else { return .run(reset ? .roomReset : .room(name: nil)) }
+            if reset { throw command.usageError("Give a room or --reset, not both.") }
+            guard let name = LocalSettings.roomName(text) else {
+                throw command.usageError("A room has at most 40 characters and no control characters; '\(text.prefix(60))' is not one.")
+            }
+            return .run(.room(name: name))
+        },
+        CommandSpec(name: "mute", abstract: "Close the microphone until unmute, over restarts too.",
+                    discussion: """
+                        The microphone is released (another program may open it) and nothing is
+                        streamed or recorded. An answer already on its way still plays.
+                        """) { _ in .run(.mute) },
+        CommandSpec(name: "unmute", abstract: "Let the microphone open again.") { _ in .run(.unmute) },
+        CommandSpec(name: "volume", abstract: "Print the speaker's volume, or set it from 0 to 100.",
+                    discussion: """
+                        The volume is the ALSA mixer control audio.mixer on the card of
+                        audio.output (or audio.mixerCard), as a percentage of its range.
+                        """,
+                    arguments: [ArgumentSpec("<percent>", .optional, help: "The volume from 0 to 100; none prints it.")]) {
+            command throws(UsageError) in
+            guard let text = command.arguments.first else { return .run(.volume(percent: nil)) }
+            let digits = text.hasSuffix("%") ? String(text.dropLast()) : text
+            guard let percent = Int(digits), (0...100).contains(percent) else {
+                throw command.usageError("The volume is a whole number from 0 to 100, not '\(text.prefix(60))'.")
+            }
+            return .run(.volume(percent: percent))
+        },
         CommandSpec(name: "server status", abstract: "Print the pinned server's own status.",
                     discussion: """
                         Its version, whether its agent restarts by itself, the pipeline in force

@@ -56,6 +56,8 @@ struct ConfigKey: Sendable {
         .milliseconds("audio.silenceMs", \.audio.silenceMs, 100...10_000),
         .milliseconds("audio.maxUtteranceMs", \.audio.maxUtteranceMs, 1_000...120_000),
         .milliseconds("audio.leadingSilenceMs", \.audio.leadingSilenceMs, 500...60_000),
+        .string("audio.mixer", \.audio.mixer, check: mixerControl),
+        .string("audio.mixerCard", \.audio.mixerCard, check: mixerCard),
         .string("hooks.onState", \.hooks.onState, check: hookCommand),
         .milliseconds("hooks.timeoutMs", \.hooks.timeoutMs, 100...600_000),
         .string("sounds.awake", \.sounds.awake, check: sound),
@@ -145,6 +147,23 @@ extension ConfigKey {
         let trimmed = text.trimmingSpaces()
         guard !trimmed.isEmpty, !hasControlCharacters(trimmed) else {
             throw Rejection("an ALSA device name such as \"default\" or \"plughw:1,0\"")
+        }
+        return trimmed
+    }
+
+    /// A simple mixer control's name, as ALSA keeps it (at most 44 bytes with its " Playback Volume").
+    static func mixerControl(_ text: String) throws(Rejection) -> String? {
+        let trimmed = text.trimmingSpaces()
+        guard !trimmed.isEmpty, trimmed.utf8.count <= 28, !hasControlCharacters(trimmed) else {
+            throw Rejection("a mixer control name such as \"Master\", \"PCM\" or \"Speaker\" (amixer scontrols lists them)")
+        }
+        return trimmed
+    }
+
+    static func mixerCard(_ text: String) throws(Rejection) -> String? {
+        let trimmed = text.trimmingSpaces()
+        guard !hasControlCharacters(trimmed) else {
+            throw Rejection("\"\" (the card of audio.output) or an ALSA card such as \"hw:1\" or \"default\"")
         }
         return trimmed
     }

@@ -44,13 +44,20 @@ public struct SatelliteConfig: Sendable, Equatable {
         public var maxUtteranceMs: Int
         /// Give up (`nothing_heard`) when no speech starts within this.
         public var leadingSilenceMs: Int
+        /// The simple mixer control `parlourctl volume` turns; "Master" falls back (MixerSelection).
+        public var mixer: String
+        /// The mixer's card (a ctl name such as `hw:1`); empty: the card of `output`.
+        public var mixerCard: String
 
-        public init(input: String, output: String, silenceMs: Int, maxUtteranceMs: Int, leadingSilenceMs: Int) {
+        public init(input: String, output: String, silenceMs: Int, maxUtteranceMs: Int, leadingSilenceMs: Int,
+                    mixer: String = "Master", mixerCard: String = "") {
             self.input = input
             self.output = output
             self.silenceMs = silenceMs
             self.maxUtteranceMs = maxUtteranceMs
             self.leadingSilenceMs = leadingSilenceMs
+            self.mixer = mixer
+            self.mixerCard = mixerCard
         }
     }
 
@@ -144,7 +151,7 @@ public struct SatelliteConfig: Sendable, Equatable {
             transport: .stream,
             wake: .server,
             audio: Audio(input: "default", output: "default", silenceMs: 800, maxUtteranceMs: 15_000,
-                         leadingSilenceMs: 2_500))
+                         leadingSilenceMs: 2_500, mixer: "Master", mixerCard: ""))
     }
 
     /// The host name up to its first dot: `den.local` is `den`.

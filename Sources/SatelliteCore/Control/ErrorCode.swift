@@ -55,3 +55,12 @@ public enum CancelReason: String, Sendable, CaseIterable, Equatable {
         }
     }
 }
+
+extension SatelliteError {
+    /// What `listen` gets while the microphone is muted.
+    public static let microphoneMuted = SatelliteError(.muted,
+        "The microphone is muted, so nothing can be heard. Unmute it with parlourctl unmute, then listen again.")
+    /// What a `listen` under way gets when the microphone is muted in the middle of it.
+    public static let mutedWhileListening = SatelliteError(.muted,
+        "The microphone was muted while listening; what it had heard was dropped and nothing was sent.")
+}

@@ -8,17 +8,34 @@ import Foundation
 
 /// parlourctl's rendering of one result.
 public enum ResultText {
-    /// The text for standard output and for standard error (either may be empty).
-    public static func render(_ command: ControlCommand, _ result: ControlResult, json: Bool) -> (out: String, err: String) {
+    /// The text for standard output and for standard error (either may be empty). `plain` asks for
+    /// ASCII marks, for a terminal that may not show UTF-8.
+    public static func render(_ command: ControlCommand, _ result: ControlResult, json: Bool,
+                              plain: Bool = false) -> (out: String, err: String) {
         if json { return (result.json.text + "\n", "") }
         switch result {
         case .error(let e): return ("", "Error: \(e.message)\n")
         case .cancelled(let reason): return ("", "Cancelled: \(reason.sentence)\n")
-        case .completed(let response): return (completed(command, response), "")
+        case .completed(let response): return (completed(command, response, plain: plain), "")
         }
     }
 
-    static func completed(_ command: ControlCommand, _ r: JSONValue) -> String {
+    /// Whether to print ASCII marks rather than ✓ and ✗: unless the locale (LC_ALL, else
+    /// LC_CTYPE, else LANG) names UTF-8.
+    public static func prefersPlain(environment: [String: String]) -> Bool {
+        let locale = ["LC_ALL", "LC_CTYPE", "LANG"].lazy.compactMap { environment[$0] }.first { !$0.isEmpty } ?? ""
+        let lowered = locale.lowercased()
+        return !(lowered.contains("utf-8") || lowered.contains("utf8"))
+    }
+
+    /// parlourctl's exit code: the result's (INTERFACE.md), except that a completed `doctor`
+    /// exits 1 when any check failed.
+    public static func exitCode(_ command: ControlCommand, _ result: ControlResult) -> Int32 {
+        if command == .doctor, case .completed(let response) = result { return DoctorReport(json: response).exitCode }
+        return result.exitCode
+    }
+
+    static func completed(_ command: ControlCommand, _ r: JSONValue, plain: Bool = false) -> String {
         // `--no-wait`: the daemon took the request, and the callback carries how it ends.
         if r["accepted"]?.boolValue == true {
             return "Accepted: the satellite will call the callback URL when the request ends.\n"
@@ -47,6 +64,24 @@ public enum ResultText {
         case .tokenSet: return "The token is stored. It is read afresh for every request.\n"
         case .tokenClear:
             return r["cleared"]?.boolValue == true ? "The token is removed.\n" : "There was no stored token.\n"
+        case .room(let name):
+            let room = r["room"]?.stringValue ?? ""
+            let config = r["configRoom"]?.stringValue ?? ""
+            if name != nil { return room.isEmpty ? "No room is set now.\n" : "The room is now \(room); the next request says so.\n" }
+            guard r["source"] == "parlourctl" else { return room.isEmpty ? "No room is set.\n" : "\(room)\n" }
+            let configSays = config.isEmpty ? "none" : config
+            return "\(room.isEmpty ? "(none)" : room) (set with parlourctl room; the config's room is \(configSays))\n"
+        case .roomReset:
+            let room = r["room"]?.stringValue ?? ""
+            return room.isEmpty ? "The config's room counts again: none is set.\n" : "The config's room counts again: \(room).\n"
+        case .mute:
+            return (r["changed"]?.boolValue == false ? "Already muted: " : "Muted: ")
+                + "the microphone is closed and nothing is sent. parlourctl unmute opens it again.\n"
+        case .unmute:
+            return r["changed"]?.boolValue == false ? "The microphone was not muted.\n" : "Unmuted: the microphone may open again.\n"
+        case .volume:
+            let percent = r["percent"]?.intValue.map { "\($0)%" } ?? "?"
+            return "Volume: \(percent) (\(r["control"]?.stringValue ?? "?") on \(r["card"]?.stringValue ?? "?"))\n"
         case .serverStatus: return serverStatus(r)
         case .serverService: return serverService(r)
         case .serverPipeline: return serverPipeline(r)
@@ -56,6 +91,8 @@ public enum ResultText {
             return lines.isEmpty ? "The \(r["service"]?.stringValue ?? "") log is empty.\n" : lines.joined(separator: "\n") + "\n"
         case .serverRestartAgent:
             return "The server's agent is restarting; the house stops answering for a few seconds.\n"
+        case .doctor: return DoctorReport(json: r).text(plain: plain)
+        case .meter: return LevelMeter.summary(r) + "\n"
         }
     }
 
@@ -88,7 +125,7 @@ public enum ResultText {
     }
 
     static func gigabytes(_ value: Double) -> String {
-        value.rounded() == value ? String(Int(value)) : String((value * 10).rounded() / 10)
+        value.rounded() == value ? String(Int(value)) : String(printf: "%.1f", value)
     }
 
     static func serverService(_ r: JSONValue) -> String {

@@ -1,6 +1,7 @@
 // Real ALSA for tests on a machine with no sound card: the `file` plugin over
 // the `paced` test card (Tests/Fixtures/alsa_paced.c, built here with cc), so
-// microphones read raw files and speakers write them at a real card's pace.
+// microphones read raw files and speakers write them at a real card's pace;
+// and a card mixer (Tests/Fixtures/alsa_mixer.c), since the file plugin has none.
 // ALSA reads its configuration once per process, so ALSA_CONFIG_PATH is set
 // before the first ALSA call and never changed: every suite shares this one
 // fixture, and each test passes its own files as device arguments instead.
@@ -34,17 +35,33 @@ final class ALSAFixture: Sendable {
         } catch {
             throw SetupFailed(description: "Cannot create \(directory): \(error)")
         }
-        // -DPIC: without it alsa/global.h builds the plugin for a static libasound,
-        // and dlopen fails with "undefined symbol: snd_dlsym_start".
-        let plugin = "\(directory)/libasound_module_pcm_paced.so"
-        let source = root.appendingPathComponent("Tests/Fixtures/alsa_paced.c").path
-        do {
-            try Spawn.run("cc", package: "gcc", ["-O2", "-shared", "-fPIC", "-DPIC", "-o", plugin, source, "-lasound"])
-        } catch {
-            throw SetupFailed(description: "cc could not build \(source): \(error); is libasound2-dev installed?")
+        /// Builds Tests/Fixtures/`source` into the plugin `library` in the fixture's directory.
+        func build(_ source: String, _ library: String) throws(SetupFailed) -> String {
+            let plugin = "\(directory)/\(library)"
+            let path = root.appendingPathComponent("Tests/Fixtures/\(source)").path
+            // -DPIC: without it alsa/global.h builds the plugin for a static libasound,
+            // and dlopen fails with "undefined symbol: snd_dlsym_start".
+            do {
+                try Spawn.run("cc", package: "gcc", ["-O2", "-shared", "-fPIC", "-DPIC", "-o", plugin, path, "-lasound"])
+            } catch {
+                throw SetupFailed(description: "cc could not build \(path): \(error); is libasound2-dev installed?")
+            }
+            return plugin
         }
+        let plugin = try build("alsa_paced.c", "libasound_module_pcm_paced.so")
+        let mixerPlugin = try build("alsa_mixer.c", "libasound_module_ctl_testmixer.so")
         let config = """
             pcm_type.paced { lib "\(plugin)" }
+            ctl_type.testmixer { lib "\(mixerPlugin)" }
+            # A card mixer with one stereo playback volume CONTROL (0 to 87), kept in FILE.
+            ctl.testmixer {
+                @args [ FILE CONTROL ]
+                @args.FILE { type string }
+                @args.CONTROL { type string default "Master" }
+                type testmixer
+                file $FILE
+                control $CONTROL
+            }
             pcm.clock { type paced }
             # A microphone reading INFILE (raw S16_LE); what it captures is copied to FILE.
             pcm.testmic {
@@ -118,6 +135,11 @@ final class ALSAFixture: Sendable {
 
     /// The 16 kHz mono `plug` speaker whose output lands in `file`.
     func speaker(file: String) -> String { "testspeaker:FILE=\"\(file)\"" }
+
+    /// A card mixer whose playback volume `control` is kept in `file` ("left right", 0 to 87).
+    func mixer(file: String, control: String = "Master") -> String {
+        "testmixer:FILE=\"\(file)\",CONTROL=\"\(control)\""
+    }
 
     /// The 16 kHz mono `plug` speaker that keeps every playback: the file plugin does not truncate
     /// `file` when told not to, but starts `file.0001`, `file.0002`, … (see `playedInOrder`).

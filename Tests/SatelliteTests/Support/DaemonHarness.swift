@@ -131,6 +131,15 @@ final class DaemonHarness: Sendable {
 
     var isRunning: Bool { process.isRunning }
 
+    var pid: Int32 { process.processIdentifier }
+
+    /// The files the daemon holds open now, from /proc (a device it released is not among them).
+    var openFiles: [String] {
+        let folder = "/proc/\(pid)/fd"
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        return entries.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "\(folder)/\($0)") }
+    }
+
     /// Kills the daemon with SIGKILL (no chance to tidy up) and awaits its end.
     func kill9() async {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
