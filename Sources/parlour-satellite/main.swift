@@ -5,6 +5,8 @@ import Foundation
 import Satellite
 import SatelliteCore
 
+// Before any thread starts, so that every thread inherits the mask (Signals).
+Signals.block([SIGTERM, SIGINT])
 let environment = ProcessInfo.processInfo.environment
 let journal = Journal(environment: environment)
 
