@@ -43,8 +43,17 @@ do {
     fail("Cannot start: \(error.description)", code: 78)
 }
 for warning in loaded.warnings { journal.write(JournalRecord(.warning, warning, fields: ["EVENT": "config"])) }
+// The files the config names: the sounds, and the hook's program.
+let cues: CueSounds
+let hook: HookCommand?
+do {
+    cues = try CueSounds.load(loaded.config.sounds, configFile: paths.config)
+    hook = try HookCommand.load(loaded.config.hooks.onState, configFile: paths.config, searchPath: environment["PATH"])
+} catch {
+    fail("Cannot start: \(error.description)", code: 78)
+}
 
-let daemon = Daemon(config: loaded.config, paths: paths, environment: environment)
+let daemon = Daemon(config: loaded.config, paths: paths, environment: environment, cues: cues, hook: hook)
 do {
     try await daemon.run(journal: journal)
 } catch {

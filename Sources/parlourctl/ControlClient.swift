@@ -22,8 +22,9 @@ final class ControlClient: @unchecked Sendable {
             let code = errno
             close(fd)
             if code == EACCES || code == EPERM {
+                let user = ProcessInfo.processInfo.userName
                 throw SatelliteError(.permissionDenied,
-                    "You may not talk to the satellite at \(path). Ask an admin to add you to the parlour group (sudo usermod -aG parlour $USER), then log in again.")
+                    "You may not talk to the satellite at \(path). \(AccessPolicy.howToGetAccess(user: user.isEmpty ? nil : user))")
             }
             throw SatelliteError(.daemonUnavailable,
                 "The satellite is not running (nothing answers at \(path): \(String(cString: strerror(code)))). Start it with: sudo systemctl start parlour-satellite")

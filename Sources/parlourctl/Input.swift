@@ -12,6 +12,15 @@ enum Input {
         return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// What the house loses while a model server is stopped, for the question before stopping it.
+    static func stopping(_ service: String) -> String {
+        switch service {
+        case "llm": "The house answers through the cloud model, or not at all, until it is started again."
+        case "whisper": "The house cannot make out what is said until it is started again."
+        default: "It stays stopped until it is started again."
+        }
+    }
+
     /// Asks `question` on the terminal: true for y or yes, false for anything else, nil when
     /// there is no terminal to ask on.
     static func confirm(_ question: String) -> Bool? {

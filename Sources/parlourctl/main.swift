@@ -13,11 +13,13 @@ func finish(_ command: ControlCommand, _ result: ControlResult, json: Bool) -> N
     exit(result.exitCode)
 }
 
-func run(_ command: ControlCommand, json: Bool, socket: String) -> Never {
+/// Sends `command` and prints its one result. With `callback`, the daemon also sends the
+/// result there; without `wait`, the result here is only that the daemon accepted it.
+func run(_ command: ControlCommand, json: Bool, socket: String, callback: CallbackURL? = nil, wait: Bool = true) -> Never {
     let client: ControlClient
     do {
         client = try ControlClient(path: socket)
-        try client.send(ControlProtocol.encode(command, id: "1"))
+        try client.send(ControlProtocol.encode(command, id: "1", callback: callback, wait: wait))
     } catch {
         finish(command, .error(error), json: json)
     }
@@ -41,6 +43,20 @@ func run(_ command: ControlCommand, json: Bool, socket: String) -> Never {
     finish(command, .failure(.daemonUnavailable, "The satellite closed the connection before answering; see journalctl -u parlour-satellite."), json: json)
 }
 
+/// "Parlour on den (http://den.local:8765)" from the daemon's status, for a question; "the pinned server" when
+/// the daemon cannot say.
+func pinnedServer(socket: String) -> String {
+    guard let client = try? ControlClient(path: socket), (try? client.send(ControlProtocol.encode(.status, id: "1"))) != nil else {
+        return "the pinned server"
+    }
+    while let line = client.readLine() {
+        guard let value = try? JSONValue.parse(line), value["id"] == "1" else { continue }
+        guard let url = value["response"]?["server"]?["url"]?.stringValue else { break }
+        return value["response"]?["server"]?["name"]?.stringValue.map { "\($0) (\(url))" } ?? url
+    }
+    return "the pinned server"
+}
+
 let environment = ProcessInfo.processInfo.environment
 switch ParlourctlCommandLine.parse(Array(CommandLine.arguments.dropFirst())) {
 case .failure(let usage):
@@ -57,6 +73,8 @@ case .success(let invocation):
         run(.version, json: invocation.json, socket: socket)
     case .run(let command):
         run(command, json: invocation.json, socket: socket)
+    case .runWithCallback(let command, let callback, let wait):
+        run(command, json: invocation.json, socket: socket, callback: callback, wait: wait)
     case .pair(let argument, let yes):
         let json = invocation.json
         let text = argument == "-" ? Input.readAll() : argument
@@ -82,5 +100,27 @@ case .success(let invocation):
         }
     case .setTokenFromInput:
         run(.tokenSet(token: Input.readAll()), json: invocation.json, socket: socket)
+    case .stopService(let name, let yes):
+        let command = ControlCommand.serverService(name: name, action: .stop)
+        if !yes {
+            let noTerminal = UsageError("Stopping \(name) changes how the house answers, and there is no terminal to ask on. "
+                + "Add --yes to stop it anyway.", helpCommand: "parlourctl server stop")
+            guard isatty(0) == 1 else {
+                FileHandle.standardError.write(Data((noTerminal.description + "\n").utf8))
+                exit(UsageError.exitCode)
+            }
+            switch Input.confirm("Stop \(name) on \(pinnedServer(socket: socket))? \(Input.stopping(name)) [y/N] ") {
+            case true?: break
+            case false?:
+                let declined = ControlResult.cancelled(.cancelledByUser)
+                if invocation.json { finish(command, declined, json: true) }
+                FileHandle.standardError.write(Data("Not stopped: \(name) was left as it is.\n".utf8))
+                exit(declined.exitCode)
+            case nil:
+                FileHandle.standardError.write(Data((noTerminal.description + "\n").utf8))
+                exit(UsageError.exitCode)
+            }
+        }
+        run(command, json: invocation.json, socket: socket)
     }
 }

@@ -7,6 +7,11 @@ struct ParlourctlCommandLineTests {
         ParlourctlInvocation(action: .run(command), json: json, socket: socket)
     }
 
+    private static func callback(_ command: ControlCommand, _ url: String, wait: Bool = true, json: Bool = false) -> ParlourctlInvocation {
+        guard case .success(let callback) = CallbackURL.parse(url) else { fatalError("bad test URL \(url)") }
+        return ParlourctlInvocation(action: .runWithCallback(command, callback: callback, wait: wait), json: json)
+    }
+
     @Test("commands and global options are understood wherever the options stand", arguments: [
         (["status"], run(.status)),
         (["--json", "status"], run(.status, json: true)),
@@ -32,6 +37,21 @@ struct ParlourctlCommandLineTests {
         (["unpin"], run(.unpin)),
         (["token", "set"], ParlourctlInvocation(action: .setTokenFromInput)),
         (["token", "clear"], run(.tokenClear)),
+        (["room"], run(.room(name: nil))),
+        (["room", "study"], run(.room(name: "study"))),
+        (["room", "  living room "], run(.room(name: "living room"))),
+        (["room", ""], run(.room(name: ""))),
+        (["room", "--reset"], run(.roomReset)),
+        (["mute"], run(.mute)),
+        (["unmute", "--json"], run(.unmute, json: true)),
+        (["volume"], run(.volume(percent: nil))),
+        (["volume", "40"], run(.volume(percent: 40))),
+        (["volume", "0%"], run(.volume(percent: 0))),
+        (["listen", "--callback", "http://h/cb?ctx=abc&n=1"], callback(.listen(hold: false), "http://h/cb?ctx=abc&n=1")),
+        (["listen", "--hold", "--callback=https://h/cb"], callback(.listen(hold: true), "https://h/cb")),
+        (["--json", "listen", "--no-wait", "--callback", "http://h/cb"], callback(.listen(hold: false), "http://h/cb", wait: false, json: true)),
+        (["ask", "--callback", "http://h/cb", "what", "time"], callback(.ask(text: "what time"), "http://h/cb")),
+        (["ask", "is", "it", "raining", "--no-wait", "--callback", "http://h/cb"], callback(.ask(text: "is it raining"), "http://h/cb", wait: false)),
     ])
     func understood(arguments: [String], expected: ParlourctlInvocation) {
         #expect(ParlourctlCommandLine.parse(arguments) == .success(expected))
@@ -59,7 +79,28 @@ struct ParlourctlCommandLineTests {
         (["frobnicate", "--help"], "Error: Unknown command 'frobnicate'.\nSee 'parlourctl --help'."),
         (["--version=2"], "Error: '--version' takes no value.\nSee 'parlourctl --help'."),
         (["pair"], "Error: Missing expected argument '<link>'.\nSee 'parlourctl pair --help'."),
+        (["listen", "--no-wait"],
+         "Error: '--no-wait' needs '--callback <url>': without it the result would go nowhere.\nSee 'parlourctl listen --help'."),
+        (["listen", "--hold", "--no-wait", "--callback", "http://h/cb"],
+         "Error: '--no-wait' cannot go with '--hold': a held listen ends when parlourctl's standard input closes, "
+            + "so parlourctl must stay.\nSee 'parlourctl listen --help'."),
+        (["listen", "--callback"], "Error: Missing value for '--callback <url>'.\nSee 'parlourctl listen --help'."),
+        (["listen", "--callback", "ftp://h/cb"],
+         "Error: Invalid value for '--callback <url>': ftp://h/cb is not an http:// or https:// URL with a host "
+            + "(and a port from 1 to 65535, if any).\nSee 'parlourctl listen --help'."),
+        (["ask", "--callback", "http://me:secret@h/cb", "hi"],
+         "Error: Invalid value for '--callback <url>': http://h/cb has a user name or password in it, and the satellite "
+            + "sends no credentials with a callback; put what the receiver needs in the query.\nSee 'parlourctl ask --help'."),
+        (["ask", "--callback", "http://h/cb?status=x", "hi"],
+         "Error: Invalid value for '--callback <url>': http://h/cb already has \"status\" in its query, a name the "
+            + "satellite adds (status, response, reason, error); choose another name for it.\nSee 'parlourctl ask --help'."),
+        (["status", "--callback", "http://h/cb"], "Error: Unknown option '--callback'.\nSee 'parlourctl status --help'."),
         (["token"], "Error: Missing expected argument '<subcommand>' after 'token'.\nSee 'parlourctl --help'."),
+        (["room", "den", "--reset"], "Error: Give a room or --reset, not both.\nSee 'parlourctl room --help'."),
+        (["room", "a", "b"], "Error: Unexpected argument 'b'.\nSee 'parlourctl room --help'."),
+        (["volume", "101"], "Error: The volume is a whole number from 0 to 100, not '101'.\nSee 'parlourctl volume --help'."),
+        (["volume", "loud"], "Error: The volume is a whole number from 0 to 100, not 'loud'.\nSee 'parlourctl volume --help'."),
+        (["mute", "now"], "Error: Unexpected argument 'now'.\nSee 'parlourctl mute --help'."),
         // The argument is probably the token: the refusal does not quote it.
         (["token", "set", "s3cret-token"],
          "Error: token set takes no argument: the token would show in the process list. "
@@ -126,6 +167,18 @@ struct ParlourctlCommandLineTests {
               unpin                   Forget the pinned server and look for one again.
               token set               Store the token read from standard input.
               token clear             Remove the stored token.
+              room                    Print the room, or set it from the next request on.
+              mute                    Close the microphone until unmute, over restarts too.
+              unmute                  Let the microphone open again.
+              volume                  Print the speaker's volume, or set it from 0 to 100.
+              server status           Print the pinned server's own status.
+              server start            Start one of the server's model servers.
+              server stop             Stop one of the server's model servers.
+              server restart          Restart one of the server's model servers.
+              server pipeline         Change the server's pipeline settings.
+              server doctor           Run the server's own checks.
+              server logs             Print the last lines of one of the server's logs.
+              server restart-agent    Restart the server's agent.
               version                 Print the versions of both programs and the protocol.
 
               See 'parlourctl help <subcommand>' for detailed help.
@@ -160,10 +213,20 @@ struct ParlourctlCommandLineTests {
 
             Listening ends on silence, or with --hold when standard input closes.
 
-            USAGE: parlourctl listen [--hold] [--json] [--socket <path>]
+            With --callback, the satellite itself requests the URL when the request
+            ends, even when parlourctl is gone; its query gets status=completed and
+            response=<base64url JSON>, status=cancelled and reason=<reason>, or
+            status=error and error=<code> added. With --no-wait, parlourctl exits 0 as
+            soon as the satellite has accepted the request, and only the callback gets
+            the result.
+
+            USAGE: parlourctl listen [--hold] [--callback <url>] [--no-wait] [--json]
+                   [--socket <path>]
 
             OPTIONS:
               --hold                  Keep listening until standard input closes.
+              --callback <url>        Also send the result to this http(s) URL.
+              --no-wait               Return at once; only the callback gets the result.
               --json                  Print the result as JSON.
               --socket <path>         Talk to the daemon through this socket.
               -h, --help              Show help information.
@@ -183,12 +246,22 @@ struct ParlourctlCommandLineTests {
 
             Put -- before a question that starts with a dash.
 
-            USAGE: parlourctl ask [--json] [--socket <path>] <text> ...
+            With --callback, the satellite itself requests the URL when the request
+            ends, even when parlourctl is gone; its query gets status=completed and
+            response=<base64url JSON>, status=cancelled and reason=<reason>, or
+            status=error and error=<code> added. With --no-wait, parlourctl exits 0 as
+            soon as the satellite has accepted the request, and only the callback gets
+            the result.
+
+            USAGE: parlourctl ask [--callback <url>] [--no-wait] [--json] [--socket <path>]
+                   <text> ...
 
             ARGUMENTS:
               <text>                  The question; its words are joined with spaces.
 
             OPTIONS:
+              --callback <url>        Also send the result to this http(s) URL.
+              --no-wait               Return at once; only the callback gets the result.
               --json                  Print the result as JSON.
               --socket <path>         Talk to the daemon through this socket.
               -h, --help              Show help information.
@@ -199,6 +272,24 @@ struct ParlourctlCommandLineTests {
             USAGE: parlourctl version [--json] [--socket <path>]
 
             OPTIONS:
+              --json                  Print the result as JSON.
+              --socket <path>         Talk to the daemon through this socket.
+              -h, --help              Show help information.
+            """),
+        ("server stop", """
+            OVERVIEW: Stop one of the server's model servers.
+
+            The house cannot answer the same way without it, so this asks first on
+            a terminal; --yes skips the question, and without a terminal --yes is
+            needed.
+
+            USAGE: parlourctl server stop [--yes] [--json] [--socket <path>] <name>
+
+            ARGUMENTS:
+              <name>                  The model server: llm or whisper.
+
+            OPTIONS:
+              --yes                   Stop without asking to confirm.
               --json                  Print the result as JSON.
               --socket <path>         Talk to the daemon through this socket.
               -h, --help              Show help information.

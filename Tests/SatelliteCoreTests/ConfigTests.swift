@@ -48,14 +48,14 @@ struct ConfigTests {
             {"name": "kitchen-pi", "room": "Kitchen", "transport": "record", "wake": "push",
              "server": {"url": "https://parlour.example:8443", "retryMs": 60000},
              "audio": {"input": "plughw:1,0", "output": "hw:0", "silenceMs": 1200, "maxUtteranceMs": 30000,
-                       "leadingSilenceMs": 4000}}
+                       "leadingSilenceMs": 4000, "mixer": "Speaker", "mixerCard": "hw:1"}}
             """)
         #expect(loaded.warnings.isEmpty)
         #expect(loaded.config == SatelliteConfig(
             name: "kitchen-pi", room: "Kitchen", server: .init(url: "https://parlour.example:8443", retryMs: 60000),
             transport: .record, wake: .push,
             audio: .init(input: "plughw:1,0", output: "hw:0", silenceMs: 1200, maxUtteranceMs: 30000,
-                         leadingSilenceMs: 4000)))
+                         leadingSilenceMs: 4000, mixer: "Speaker", mixerCard: "hw:1")))
     }
 
     @Test("json() writes every key and reads back to the same config")
@@ -67,7 +67,7 @@ struct ConfigTests {
         config.audio.silenceMs = 500
         let json = config.json()
         #expect(json["server"]?["url"] == "http://parlour.local:8765")
-        #expect(json["audio"]?.objectValue?.count == 5)
+        #expect(json["audio"]?.objectValue?.count == 7)
         #expect(try decode(json.text, hostName: "elsewhere").config == config)
     }
 
@@ -134,7 +134,10 @@ struct ConfigTests {
         (#"{"audio": {"output": " "}}"#,
          #"satellite.json: audio.output: expected an ALSA device name such as "default" or "plughw:1,0", found " ""#),
         (#"{"audio": "default"}"#,
-         #"satellite.json: audio: expected an object with the keys input, output, silenceMs, maxUtteranceMs, leadingSilenceMs, found "default""#),
+         #"satellite.json: audio: expected an object with the keys input, output, silenceMs, maxUtteranceMs, leadingSilenceMs, mixer, mixerCard, found "default""#),
+        (#"{"audio": {"mixer": ""}}"#,
+         #"satellite.json: audio.mixer: expected a mixer control name such as "Master", "PCM" or "Speaker" (amixer scontrols lists them), found """#),
+        (#"{"audio": {"mixerCard": 1}}"#, "satellite.json: audio.mixerCard: expected a string, found 1"),
         (#"{"server": "http://parlour.local:8765"}"#,
          #"satellite.json: server: expected an object with the keys url, retryMs, found "http://parlour.local:8765""#),
     ])
@@ -212,7 +215,11 @@ struct ConfigTests {
          [#"satellite.json: unknown key "Server" is ignored; did you mean "server"?"#]),
         (#"{"sounds": {"wake": "ding.wav"}, "server": {"token": "x"}}"#,
          [#"satellite.json: unknown key "server.token" is ignored."#,
-          #"satellite.json: unknown key "sounds" is ignored."#]),
+          #"satellite.json: unknown key "sounds.wake" is ignored; did you mean "sounds.awake"?"#]),
+        (#"{"mixer": {"volume": 80}}"#,
+         [#"satellite.json: unknown key "mixer" is ignored; did you mean "audio.mixer"?"#]),
+        (#"{"volume": {"level": 80}}"#,
+         [#"satellite.json: unknown key "volume" is ignored."#]),
     ])
     func unknownKeys(text: String, warnings: [String]) throws {
         let loaded = try decode(text)
@@ -307,5 +314,57 @@ struct SuggestionTests {
         #expect(Suggestion.closest(to: "INPU", among: ["input"]) == "input")
         #expect(Suggestion.closest(to: "inputxxx", among: ["input"]) == nil)
         #expect(Suggestion.closest(to: "input" + String(repeating: "x", count: 65_000), among: ["input"]) == nil)
+    }
+}
+
+@Suite("config: hooks, sounds and the offline voice")
+struct ConfigExtrasTests {
+    private func decode(_ text: String) throws(ConfigError) -> SatelliteConfig {
+        try ConfigLoader.decode(Data(text.utf8), file: "satellite.json", hostName: "den").config
+    }
+
+    @Test("each key is read")
+    func read() throws {
+        let config = try decode("""
+            {"hooks": {"onState": "/usr/local/bin/led.sh 'led 0'", "timeoutMs": 2000},
+             "sounds": {"awake": "/usr/share/sounds/ding.wav", "done": "", "error": "builtin"},
+             "offline": {"speak": false, "voice": "de", "text": " Das Haus ist nicht erreichbar. "}}
+            """)
+        #expect(config.hooks == .init(onState: "/usr/local/bin/led.sh 'led 0'", timeoutMs: 2000))
+        #expect(config.sounds == .init(awake: "/usr/share/sounds/ding.wav", done: "", error: "builtin"))
+        #expect(config.offline == .init(speak: false, voice: "de", text: "Das Haus ist nicht erreichbar."))
+    }
+
+    @Test("the defaults: no hook, 5 s, the built-in sounds, English, speaking")
+    func defaults() {
+        let config = SatelliteConfig.defaults(hostName: "den")
+        #expect(config.hooks == .init(onState: "", timeoutMs: 5000))
+        #expect(config.sounds == .init(awake: "builtin", done: "builtin", error: "builtin"))
+        #expect(config.offline == .init(speak: true, voice: "en", text: "I can't reach the house right now."))
+    }
+
+    @Test("a wrong value names the key and what was expected", arguments: [
+        (#"{"hooks": {"onState": "led.sh > /tmp/log"}}"#,
+         #"satellite.json: hooks.onState: expected "" for no hook, or a command such as "/usr/share/parlour-satellite/hooks/led.sh led0", found "led.sh > /tmp/log", in which > outside quotes means something to a shell"#),
+        (#"{"hooks": {"onState": "./led.sh"}}"#,
+         #"satellite.json: hooks.onState: expected "" for no hook, or a command such as "/usr/share/parlour-satellite/hooks/led.sh led0", found "./led.sh", in which the program ./led.sh is a relative path"#),
+        (#"{"hooks": {"onState": ["led.sh"]}}"#, "satellite.json: hooks.onState: expected a string, found an array"),
+        (#"{"hooks": {"timeoutMs": 50}}"#, "satellite.json: hooks.timeoutMs: expected a whole number of milliseconds from 100 to 600000, found 50"),
+        (#"{"sounds": {"awake": "ding.wav"}}"#,
+         #"satellite.json: sounds.awake: expected "builtin", "" for no sound, or the absolute path of a WAV file, found "ding.wav""#),
+        (#"{"sounds": {"error": false}}"#, "satellite.json: sounds.error: expected a string, found false"),
+        (#"{"offline": {"speak": "yes"}}"#, #"satellite.json: offline.speak: expected true or false, found "yes""#),
+        (#"{"offline": {"voice": " "}}"#,
+         #"satellite.json: offline.voice: expected an espeak-ng language or voice name such as "en", "en-us" or "de", found " ""#),
+        (#"{"offline": {"text": ""}}"#, #"satellite.json: offline.text: expected a sentence of 1 to 200 characters, found """#),
+        (#"{"offline": "off"}"#, #"satellite.json: offline: expected an object with the keys speak, voice, text, found "off""#),
+    ])
+    func refused(text: String, message: String) {
+        do {
+            _ = try decode(text)
+            Issue.record("\(text) was accepted")
+        } catch {
+            #expect(error.description.hasPrefix(message), "\(error.description)")
+        }
     }
 }

@@ -1,6 +1,7 @@
 // Every request gets exactly one result: a newer listen supersedes an older
-// one, a missing microphone is an error that names it, a held listen ends when
-// the caller's input closes, and shutdown answers what is under way.
+// one (both also told at their callbacks), a missing microphone is an error
+// that names it, a held listen ends when the caller's input closes, and
+// shutdown answers what is under way.
 import Foundation
 import TestSupport
 import Testing
@@ -13,7 +14,7 @@ struct RequestTests {
          "server": ["url": .string(server.url)], "audio": audio]
     }
 
-    @Test("a second listen supersedes the first, whose caller is told so")
+    @Test("a second listen supersedes the first: each gets exactly one result, on its socket and at its callback")
     func supersede() async throws {
         let server = try await TestServer.start()
         defer { server.stop() }
@@ -22,17 +23,23 @@ struct RequestTests {
         let watcher = try SocketClient(path: daemon.socket)
         await watcher.watch()
         let first = try SocketClient(path: daemon.socket)
-        first.request(.listen(hold: false), id: "1")
+        first.request(.listen(hold: false), id: "1", callback: server.callbackURL("?who=first"))
         _ = await watcher.state("listening")
         let second = try SocketClient(path: daemon.socket)
-        second.request(.listen(hold: false), id: "2")
+        second.request(.listen(hold: false), id: "2", callback: server.callbackURL("?who=second"))
         let older = await first.result("1")
         #expect(older?["status"] == "cancelled")
         #expect(older?["reason"] == "superseded")
-        // Stopping the daemon answers the newer one too: shutting_down.
-        await daemon.stop()
+        _ = await watcher.next { $0["event"] == "notice" && $0["message"] == "Callback delivered." }
+        // Stopping the daemon answers the newer one too: shutting_down, and its callback still goes out.
+        #expect(await daemon.stop() == 0)
         let newer = await second.result("2")
         #expect(newer?["reason"] == "shutting_down")
+        let afterFirst: [JSONValue] = await first.rest().filter { $0["status"] != nil }
+        let afterSecond: [JSONValue] = await second.rest().filter { $0["status"] != nil }
+        #expect(afterFirst.isEmpty && afterSecond.isEmpty, "more results: \(afterFirst) \(afterSecond)")
+        let calls: [String] = try await server.callbacks().compactMap { $0["query"]?.stringValue }
+        #expect(calls == ["who=first&status=cancelled&reason=superseded", "who=second&status=cancelled&reason=shutting_down"])
     }
 
     @Test("a held listen ignores silence and ends when the caller lets go (or at the longest utterance)")

@@ -46,7 +46,6 @@ SAMPLE_RATE = 16000
 FRAME_MS = 80
 FRAME_SAMPLES = 1280
 FRAME_BYTES = FRAME_SAMPLES * 2
-RESTART_DELAY_MS = 500
 MAX_LOG_ENTRIES = 50000
 
 ADMIN_ROUTES = {
@@ -105,11 +104,17 @@ DEFAULT_KNOBS: dict[str, Any] = {
     "adminOff": False,
     "adminWorkMs": 0,  # how long pipeline/service/doctor hold the one-at-a-time lock
     "adminTooBig": False,  # starting llm is refused as too big for memory
+    "adminManagerRefuses": None,  # a text: the service manager refuses every service action with it (409)
+    "adminServices": None,  # {"llm": {"installed": false, ...}}: merged into the services' state when set
     "adminRepeatMs": 15000,
     "restartManual": False,  # started in a terminal: restart is refused
     "restartDownMs": 1000,  # how long a simulated restart leaves the port closed
+    "restartDelayMs": 500,  # how long after a restart is scheduled the agent goes down (admin.ts: 500)
+    # The callback sink (/_test/callback).
+    "callbackStatuses": [],  # statuses for the next callbacks, one each, in order; then 200
 }
 
+SERVICE_FIELDS = {"what", "configured", "installed", "running", "pid", "lastExit", "held"}
 GARBAGE_KINDS = {None, "json", "html", "wav", "truncated-wav", "wrong-types"}
 AUDIO_FORMATS = {"pcm16", "float32", "pcm24", "pcm32", "extensible-float32", "extensible-pcm16"}
 
@@ -123,8 +128,21 @@ def check_knobs(patch: Any) -> str | None:
         return f"unknown knob {', '.join(unknown)}; known: {', '.join(DEFAULT_KNOBS)}"
     if patch.get("garbage", None) not in GARBAGE_KINDS:
         return f"garbage must be one of {sorted(k for k in GARBAGE_KINDS if k)} or null"
+    statuses = patch.get("callbackStatuses", [])
+    if not isinstance(statuses, list) or not all(isinstance(code, int) and 100 <= code <= 599 for code in statuses):
+        return "callbackStatuses must be a list of HTTP statuses (100-599)"
     if "audioFormat" in patch and patch["audioFormat"] not in AUDIO_FORMATS:
         return f"audioFormat must be one of {sorted(AUDIO_FORMATS)}"
+    services = patch.get("adminServices")
+    if services is not None:
+        if not isinstance(services, dict) or not all(isinstance(v, dict) for v in services.values()):
+            return "adminServices must be an object of service names to objects of fields"
+        for name, fields in services.items():
+            if name not in ("llm", "whisper"):
+                return f"adminServices: no service called {name}; try llm or whisper"
+            unknown = sorted(set(fields) - SERVICE_FIELDS)
+            if unknown:
+                return f"adminServices.{name}: unknown field {', '.join(unknown)}; known: {', '.join(sorted(SERVICE_FIELDS))}"
     return None
 
 
@@ -770,6 +788,7 @@ class TestServer:
         self.host, self.port, self.token, self.name = host, port, token, name
         self.knobs = copy.deepcopy(DEFAULT_KNOBS)
         self.log = Log(log_path, time.monotonic())
+        self.callbacks: list[dict[str, Any]] = []
         self.admin = Admin()
         self.running = 0
         self.live: set[str] = set()
@@ -812,7 +831,8 @@ class TestServer:
         if self.admin.restarting:
             return
         self.admin.restarting = True
-        asyncio.get_running_loop().call_later(RESTART_DELAY_MS / 1000, lambda: asyncio.ensure_future(self.restart()))
+        delay = self.knobs["restartDelayMs"] / 1000
+        asyncio.get_running_loop().call_later(delay, lambda: asyncio.ensure_future(self.restart()))
 
     async def restart(self) -> None:
         """The agent exits and launchd starts it again: the port is closed for restartDownMs."""
@@ -1037,6 +1057,7 @@ class TestServer:
             })
         if route == "POST /admin/pipeline":
             patch = await read_json(request, entry)
+            entry["patch"] = patch
             if not isinstance(patch, dict):
                 raise not_what_route_takes()
             problem = pipeline_problem(patch)
@@ -1047,6 +1068,7 @@ class TestServer:
             body = await read_json(request, entry)
             if not isinstance(body, dict):
                 raise not_what_route_takes()
+            entry.update({key: body.get(key) for key in ("service", "action")})
             for key in ("service", "action"):
                 if not isinstance(body.get(key), str):
                     raise not_what_route_takes(key)
@@ -1104,20 +1126,29 @@ class TestServer:
         return Answer(200, {"pipeline": dict(admin.saved), "restart": restart})
 
     async def service(self, name: str, action: str) -> Answer:
+        """In admin.ts's order: the name, the action, whether this server runs it at all, then one at a
+        time, memory, the repeat guard, whether it is installed, and the manager's own refusal."""
         if name not in self.admin.services:
             raise RequestError(404, f"no service called {name}; try llm or whisper")
         if action not in ("start", "stop", "restart"):
             raise RequestError(400, f"{action} is not something a service does; try start, stop, restart")
+        state = self.admin.services[name]
+        if not state["configured"] and action != "stop":
+            raise RequestError(404, f"this server does not run {name}: its config has no use for it, or its model is missing")
 
         async def work() -> Answer:
             if name == "llm" and action != "stop" and self.knobs["adminTooBig"]:
                 raise RequestError(409, "the local model needs about 20 GB and this machine has 16 GB; pick a smaller model")
             self.throttle(f"service:{name}:{action}")
-            state = self.admin.services[name]
+            if state["configured"] and not state["installed"]:
+                raise RequestError(409, f"{state['what']} is not installed as a service. parlour service install on the server sets it up")
+            if self.knobs["adminManagerRefuses"]:
+                raise RequestError(409, self.knobs["adminManagerRefuses"])
+            # As the sandbox's companions do: a stop holds the service down until it is started.
             if action == "stop":
-                state.update(running=False, pid=None, lastExit=0)
+                state.update(running=False, pid=None, lastExit=0, held=True)
             else:
-                state.update(running=True, pid=(state["pid"] or 5000) + 1)
+                state.update(running=True, pid=(state["pid"] or 5000) + 1, held=False)
             return Answer(200, dict(state))
 
         return await self.exclusive(work)
@@ -1201,10 +1232,15 @@ class TestServer:
                 if problem:
                     return json_response(400, {"error": problem})
                 self.knobs.update(patch)
+                for name, fields in (patch.get("adminServices") or {}).items():
+                    self.admin.services[name].update(fields)
             return json_response(200, self.knobs)
+        if request.path == "/_test/callback":
+            return self.callback(request)
         if route == "POST /_test/reset":
             self.knobs = copy.deepcopy(DEFAULT_KNOBS)
             self.log.clear()
+            self.callbacks.clear()
             self.admin = Admin()
             return json_response(200, self.knobs)
         if route == "GET /_test/log":
@@ -1213,11 +1249,42 @@ class TestServer:
                 "requests": self.log.requests,
                 "socket": self.log.socket,
                 "dropped": self.log.dropped,
+                "callbacks": self.callbacks,
             })
         if route == "POST /_test/restart":
             self.schedule_restart()
             return json_response(202, {"restart": "scheduled"})
-        return json_response(404, {"error": "no such test route; try /_test/knobs, /_test/reset, /_test/log, /_test/restart"})
+        return json_response(404, {"error": "no such test route; try /_test/knobs, /_test/reset, /_test/log, /_test/restart, /_test/callback"})
+
+    def callback(self, request: web.BaseRequest) -> web.Response:
+        """The sink a satellite's callbacks are pointed at: logs what came, answers the next of callbackStatuses.
+
+        The request is logged as it came, so a test sees any header or value that should not be there;
+        only the token itself is replaced, and `tokenSeen` says whether it was anywhere in the request.
+        """
+        seen = False
+
+        def scrub(text: str) -> str:
+            nonlocal seen
+            if self.token and self.token in text:
+                seen = True
+                return text.replace(self.token, "<token>")
+            return text
+
+        statuses = self.knobs["callbackStatuses"]
+        status = int(statuses[0]) if statuses else 200
+        self.knobs["callbackStatuses"] = statuses[1:]
+        entry = {
+            "t": self.log.now(),
+            "method": request.method,
+            "path": scrub(request.path),
+            "query": scrub(request.rel_url.raw_query_string),
+            "headers": {scrub(name): scrub(value) for name, value in request.headers.items()},
+            "status": status,
+        }
+        entry["tokenSeen"] = seen
+        self.callbacks.append(entry)
+        return json_response(status, {"ok": 200 <= status < 300})
 
     def from_this_machine(self, request: web.BaseRequest) -> bool:
         """Loopback, or this machine talking to its own address (a test inside a network namespace)."""
@@ -1250,6 +1317,8 @@ async def serve(args: argparse.Namespace) -> None:
         if problem:
             raise SystemExit(f"Error: --knobs: {problem}")
         server.knobs.update(knobs)
+        for name, fields in (knobs.get("adminServices") or {}).items():
+            server.admin.services[name].update(fields)
     await server.start()
     print(f"LISTENING {server.port}", flush=True)
 

@@ -281,6 +281,8 @@ def test_admin_status_and_refusals(port):
         400, {"error": "pipeline: Unrecognized key(s) in object: 'colour'"})
     assert call_json(port, "POST", "/admin/pipeline?apply=false", {"concurrency": 3}) == (
         200, {"pipeline": {**body["pipeline"], "concurrency": 3}, "restart": "needed"})
+    logged = [r for r in server_log(port)["requests"] if r["path"] == "/admin/pipeline"]
+    assert logged[-1]["patch"] == {"concurrency": 3}
     assert call_json(port, "POST", "/admin/service", {"service": "tts", "action": "start"})[0] == 404
     assert call_json(port, "POST", "/admin/service", {"service": "llm", "action": "explode"})[0] == 400
     assert call_json(port, "POST", "/admin/service", {"service": "whisper", "action": "stop"})[1]["running"] is False
@@ -292,6 +294,38 @@ def test_admin_status_and_refusals(port):
     assert call_json(port, "POST", "/admin/service", {"service": "llm", "action": "restart"})[0] == 409
     knobs(port, adminOff=True)
     assert call_json(port, "GET", "/admin") == (403, {"error": "remote management is switched off on this server"})
+
+
+def test_admin_service_states_and_their_refusals(port):
+    # A stop holds the service down; a start lets it go.
+    status, body = call_json(port, "POST", "/admin/service", {"service": "llm", "action": "stop"})
+    assert status == 200 and (body["running"], body["pid"], body["lastExit"], body["held"]) == (False, None, 0, True)
+    status, body = call_json(port, "POST", "/admin/service", {"service": "llm", "action": "start"})
+    assert status == 200 and body["running"] is True and body["held"] is False
+    logged = [(r["service"], r["action"]) for r in server_log(port)["requests"] if r["path"] == "/admin/service"]
+    assert logged == [("llm", "stop"), ("llm", "start")]
+    # The knob sets the state GET /admin shows, and the refusals follow it.
+    knobs(port, adminServices={"whisper": {"installed": False, "running": False, "pid": None, "lastExit": 1}})
+    whisper = call_json(port, "GET", "/admin")[1]["services"][1]
+    assert (whisper["installed"], whisper["running"], whisper["lastExit"]) == (False, False, 1)
+    assert call_json(port, "POST", "/admin/service", {"service": "whisper", "action": "start"}) == (
+        409, {"error": "whisper, kept warm is not installed as a service. parlour service install on the server sets it up"})
+    knobs(port, adminServices={"llm": {"configured": False}})
+    assert call_json(port, "POST", "/admin/service", {"service": "llm", "action": "restart"}) == (
+        404, {"error": "this server does not run llm: its config has no use for it, or its model is missing"})
+    knobs(port, adminServices={"llm": {"configured": True}}, adminManagerRefuses="launchctl: no such job")
+    assert call_json(port, "POST", "/admin/service", {"service": "llm", "action": "restart"}) == (
+        409, {"error": "launchctl: no such job"})
+    assert call(port, "POST", "/_test/knobs", {"adminServices": {"tts": {}}}, token=None)[0] == 400
+    assert call(port, "POST", "/_test/knobs", {"adminServices": {"llm": {"colour": 1}}}, token=None)[0] == 400
+    # Reset brings the two healthy services back.
+    call(port, "POST", "/_test/reset", token=None)
+    assert all(s["running"] and s["installed"] for s in call_json(port, "GET", "/admin")[1]["services"])
+
+
+def test_admin_needs_the_token(port):
+    for method, path in (("GET", "/admin"), ("POST", "/admin/doctor"), ("GET", "/admin/logs")):
+        assert call_json(port, method, path, token="wrong") == (401, {"error": "a bearer token is required"})
 
 
 def test_admin_runs_one_action_at_a_time(port):
@@ -309,7 +343,7 @@ def test_admin_runs_one_action_at_a_time(port):
 
 
 def test_restart_is_503_while_pending_and_the_server_comes_back(port):
-    knobs(port, restartDownMs=200)
+    knobs(port, restartDownMs=200, restartDelayMs=300)
     assert call_json(port, "POST", "/admin/restart") == (202, {"restart": "scheduled"})
     assert call_json(port, "POST", "/admin/doctor")[0] == 503
     deadline = time.monotonic() + 10
@@ -537,6 +571,23 @@ def test_without_a_token_only_loopback_names_are_answered():
 def test_unknown_knobs_are_refused(port):
     status, body = call_json(port, "POST", "/_test/knobs", {"delayMS": 5}, token=None)
     assert status == 400 and "delayMS" in body["error"]
+
+
+def test_the_callback_sink_logs_what_came_and_answers_the_statuses_set(port):
+    assert call_json(port, "POST", "/_test/knobs", {"callbackStatuses": [503]}, token=None)[0] == 200
+    status, _, _ = call(port, "GET", "/_test/callback?ctx=a%20b&status=completed&response=eyJ9", token=None)
+    assert status == 503
+    status, _, _ = call(port, "GET", f"/_test/callback?leak={TOKEN}", token=TOKEN)
+    assert status == 200
+    _, log = call_json(port, "GET", "/_test/log", token=None)
+    first, second = log["callbacks"]
+    assert first["query"] == "ctx=a%20b&status=completed&response=eyJ9"
+    assert first["status"] == 503 and first["tokenSeen"] is False
+    assert second["tokenSeen"] is True
+    assert TOKEN not in json.dumps(log)
+    assert second["headers"]["Authorization"] == "Bearer <token>"
+    assert log["requests"] == []
+    assert call_json(port, "POST", "/_test/knobs", {"callbackStatuses": ["x"]}, token=None)[0] == 400
 
 
 def test_sigterm_ends_the_server_with_an_open_socket():

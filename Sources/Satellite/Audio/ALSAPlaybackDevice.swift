@@ -107,10 +107,23 @@ public final class ALSAPlaybackDevice: @unchecked Sendable {
         if snd_pcm_state(pcm) == SND_PCM_STATE_PREPARED, written > 0 {
             try ALSAError.check(snd_pcm_start(pcm), "snd_pcm_start", device)
         }
-        while !isCancelled() {
+        // Wait until only the last period is left. An underrun recovered late in the reply
+        // leaves the device prepared with less than its start threshold queued, so it is
+        // started again here; and a device whose queue stops shrinking is given up on
+        // after 25 periods rather than leaving the satellite speaking for ever.
+        var stalled = 0
+        var lastDelay = snd_pcm_sframes_t.max
+        while !isCancelled(), stalled < 25 {
+            if snd_pcm_state(pcm) == SND_PCM_STATE_PREPARED { _ = snd_pcm_start(pcm) }
+            // An underrun means everything queued has been played. Behind `plug` converting 22.05 kHz
+            // (espeak-ng's rate, and `say`'s) snd_pcm_delay still succeeds then, with a delay that
+            // never falls, so the state is checked rather than waiting out the stall.
+            if snd_pcm_state(pcm) == SND_PCM_STATE_XRUN { break }
             var delay: snd_pcm_sframes_t = 0
             // An error here is an underrun: everything queued has been played.
             guard snd_pcm_delay(pcm, &delay) == 0, delay > periodFrames else { break }
+            stalled = delay < lastDelay ? 0 : stalled + 1
+            lastDelay = delay
             usleep(UInt32(timeout) * 1000)
         }
         if isCancelled() { return stopNow(written) }

@@ -2,6 +2,9 @@
 // consumes its frames (the record transport opens it per utterance), reports
 // the microphone's health on the bus when it changes, and while the device is
 // broken probes it with back-off. Frames go to the one consumer, never the bus.
+// Muted, it does not open the device at all, not even to probe it: the device
+// is released so that another program may have it.
+import Glibc
 import SatelliteCore
 
 /// Owns the capture device: opens it for one consumer at a time and watches its health.
@@ -10,10 +13,15 @@ public actor AudioCapture {
     private let bus: EventBus
     private var watch: DeviceWatch
     private var current: ALSACaptureDevice?
+    /// The device opened last, open or not: a mute waits until even one being closed is released.
+    private var last: ALSACaptureDevice?
+    private var muted: Bool
 
     /// `retry` is the back-off between probes of a broken device.
-    public init(device: String, bus: EventBus, retry: Backoff = Backoff(first: .seconds(1), cap: .seconds(30))) {
+    public init(device: String, bus: EventBus, retry: Backoff = Backoff(first: .seconds(1), cap: .seconds(30)),
+                muted: Bool = false) {
         self.device = device
+        self.muted = muted
         self.bus = bus
         self.watch = DeviceWatch(device: device, bus: bus, backoff: retry, event: SatelliteEvent.microphone)
     }
@@ -26,6 +34,8 @@ public actor AudioCapture {
     public func open() async throws(ALSAError) -> AsyncStream<CaptureChunk> {
         // Another open may slip in while this one waits for the old device to close.
         while current != nil { await close() }
+        // Callers do not ask while muted; one that raced a mute is refused without a word on the bus.
+        if muted { throw ALSAError(function: "snd_pcm_open", code: -EPERM, device: device) }
         let capture: ALSACaptureDevice
         do {
             capture = try ALSACaptureDevice.open(device: device)
@@ -34,6 +44,7 @@ public actor AudioCapture {
             throw error
         }
         current = capture
+        last = capture
         watch.works()
         return capture.frames { [weak self] error in
             Task { await self?.captureFailed(capture, error) }
@@ -52,7 +63,7 @@ public actor AudioCapture {
     /// While the microphone is open it is known to work and is not opened twice.
     @discardableResult
     public func probe() -> DeviceHealth {
-        if current == nil {
+        if current == nil && !muted {
             do {
                 try ALSACaptureDevice.open(device: device).stop()
                 watch.works()
@@ -61,6 +72,20 @@ public actor AudioCapture {
             }
         }
         return watch.health
+    }
+
+    /// Muted: closes the device (returning once it is released) and opens it for nobody, not even a
+    /// probe, until unmuted. Unmuted: probes once, so status says whether the microphone works.
+    public func setMuted(_ muted: Bool) async {
+        self.muted = muted
+        if muted {
+            watch.stop()
+            await close()
+            await last?.closed()
+            last = nil
+        } else {
+            probe()
+        }
     }
 
     /// Answers the watchdog: the actor is not stuck.
@@ -83,6 +108,6 @@ public actor AudioCapture {
 
     /// One retry: true once the device works again.
     private func retryProbe() -> Bool {
-        probe().ok == true
+        muted || probe().ok == true
     }
 }

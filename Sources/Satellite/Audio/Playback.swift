@@ -2,6 +2,9 @@
 // rate and channels (plug converts), plays it on a dedicated thread and closes
 // it, so nothing blocks the actor. A new reply or `cancel()` stops the one
 // playing within one ALSA period; the old device is closed before a new opens.
+// Cues (the awake, done and error sounds) go through here too, so they never
+// play over an answer: a cue stops an earlier cue, an answer stops a cue, and
+// a cue that comes while an answer plays is skipped (it would be late anyway).
 import Foundation
 import SatelliteCore
 import Synchronization
@@ -13,12 +16,16 @@ public actor Playback {
     private var watch: DeviceWatch
     private var current: Job?
 
-    /// One reply being played: its cancel flag, and a way to await its end.
+    /// One reply or cue being played: its cancel flag, and a way to await its end.
     private final class Job: Sendable {
+        let isCue: Bool
         let cancelled = Atomic<Bool>(false)
         let ended = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
+        init(isCue: Bool) { self.isCue = isCue }
+
         func cancel() { cancelled.store(true, ordering: .releasing) }
+        var isDone: Bool { ended.withLock { $0.done } }
         var isCancelled: Bool { cancelled.load(ordering: .acquiring) }
 
         func end() {
@@ -53,37 +60,12 @@ public actor Playback {
     /// Plays `audio` and returns when it has been heard, or was cancelled (by `cancel()`,
     /// by a newer `play`, or by cancelling the calling task).
     public func play(_ audio: PCMAudio) async throws(ALSAError) -> PlaybackOutcome {
-        while let playing = current {
-            playing.cancel()
-            await playing.done()
-            if current === playing { current = nil }
-        }
-        let speaker: ALSAPlaybackDevice
-        do {
-            speaker = try ALSAPlaybackDevice.open(device: device, rate: audio.sampleRate, channels: audio.channels)
-        } catch {
-            failed(error)
-            throw error
-        }
-        let job = Job()
-        current = job
-        watch.works()
-        let bus = self.bus
+        await stopCurrent()
+        let job = Job(isCue: false)
+        let speaker = try open(for: audio, job)
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (finished: CheckedContinuation<Result<PlaybackOutcome, ALSAError>, Never>) in
-                let thread = Thread {
-                    let result = Result { () throws(ALSAError) in try speaker.play(audio) { job.isCancelled } }
-                    // For scripts/bench: the end of "answer to first frame played" (see HTTPClient).
-                    if let stamp = speaker.firstFrameMonotonicNs {
-                        bus.notice(.debug, "First frame handed to ALSA.", ["monotonic_ns": String(stamp)])
-                    }
-                    // Closed before anyone waiting may open the device again.
-                    speaker.close()
-                    job.end()
-                    finished.resume(returning: result)
-                }
-                thread.name = "alsa-playback"
-                thread.start()
+                start(audio, on: speaker, job) { finished.resume(returning: $0) }
             }
         } onCancel: {
             job.cancel()
@@ -91,6 +73,69 @@ public actor Playback {
         if current === job { current = nil }
         if case .failure(let error) = result { failed(error) }
         return try result.get()
+    }
+
+    /// Starts a cue and returns once it is playing, or with `untilEnd` once it has ended; false
+    /// when it was skipped because an answer is playing, or the speaker failed (reported like any failure).
+    @discardableResult
+    public func startCue(_ audio: PCMAudio, untilEnd: Bool = false) async -> Bool {
+        if let playing = current, !playing.isDone, !playing.isCue { return false }
+        await stopCurrent()
+        let job = Job(isCue: true)
+        guard let speaker = try? open(for: audio, job) else { return false }
+        start(audio, on: speaker, job) { [weak self] result in
+            guard let self else { return }
+            Task { await self.cueEnded(job, result) }
+        }
+        if untilEnd { await job.done() }
+        return true
+    }
+
+    private func cueEnded(_ job: Job, _ result: Result<PlaybackOutcome, ALSAError>) {
+        if current === job { current = nil }
+        if case .failure(let error) = result { failed(error) }
+    }
+
+    /// Stops whatever plays and returns once its device is closed.
+    private func stopCurrent() async {
+        while let playing = current {
+            playing.cancel()
+            await playing.done()
+            if current === playing { current = nil }
+        }
+    }
+
+    /// Opens the speaker for `audio` and makes `job` the one playing.
+    private func open(for audio: PCMAudio, _ job: Job) throws(ALSAError) -> ALSAPlaybackDevice {
+        let speaker: ALSAPlaybackDevice
+        do {
+            speaker = try ALSAPlaybackDevice.open(device: device, rate: audio.sampleRate, channels: audio.channels)
+        } catch {
+            failed(error)
+            throw error
+        }
+        current = job
+        watch.works()
+        return speaker
+    }
+
+    /// Plays on a thread of its own; `finished` is called on it once the device is closed.
+    private nonisolated func start(_ audio: PCMAudio, on speaker: ALSAPlaybackDevice, _ job: Job,
+                                   finished: @escaping @Sendable (Result<PlaybackOutcome, ALSAError>) -> Void) {
+        let bus = self.bus
+        let thread = Thread {
+            let result = Result { () throws(ALSAError) in try speaker.play(audio) { job.isCancelled } }
+            // For scripts/bench: the end of "answer to first frame played" (see HTTPClient). Not for cues.
+            if !job.isCue, let stamp = speaker.firstFrameMonotonicNs {
+                bus.notice(.debug, "First frame handed to ALSA.", ["monotonic_ns": String(stamp)])
+            }
+            // Closed before anyone waiting may open the device again.
+            speaker.close()
+            job.end()
+            finished(result)
+        }
+        thread.name = "alsa-playback"
+        thread.start()
     }
 
     /// Stops the reply playing now, within one ALSA period; its `play` returns `.cancelled`.
@@ -101,7 +146,7 @@ public actor Playback {
     /// Opens and closes the speaker once, to learn whether it works (at start, for status).
     @discardableResult
     public func probe() -> DeviceHealth {
-        if current == nil {
+        if current?.isDone ?? true {
             do {
                 try ALSAPlaybackDevice.open(device: device, rate: 16000, channels: 1).close()
                 watch.works()

@@ -10,7 +10,8 @@ import SatelliteCore
 /// A connected control client. Results and events are written through it.
 public final class ControlConnection: Sendable, Hashable {
     public let number: Int
-    public let peer: PeerCredentials?
+    /// Who connected, from the kernel; nil when it did not say (then only reading commands run).
+    public let peer: AccessPolicy.Peer?
     private let fd: Int32
     private let writes: DispatchQueue
     private struct Life { var pending = 0; var readEnded = false; var streaming = false; var closed = false }

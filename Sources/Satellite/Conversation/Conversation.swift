@@ -3,7 +3,13 @@
 // `listen` can supersede the first (whose caller is told so), `cancel` can stop
 // it, and shutdown can end it, each with exactly one result for its caller.
 // The microphone is closed before the answer plays, so the reply is never
-// recorded as the next question.
+// recorded as the next question. The cues sound where their moments happen:
+// awake once the microphone is open (so nothing said over it is lost), done
+// when the utterance ends, error on an error result. When the house cannot be
+// reached, the satellite says so itself (OfflineVoice) and the result says
+// `via: "satellite"`. Muted, it refuses to listen; a mute in the middle of a
+// capture drops what was heard (nothing is sent), while a turn past its capture
+// (thinking, speaking) finishes and its answer plays.
 import Foundation
 import SatelliteCore
 
@@ -29,6 +35,9 @@ public actor Conversation {
     private let keeper: StateKeeper
     /// With the stream transport, turns go over the /listen socket instead of /voice.
     private let stream: ListenStream?
+    private let cues: CuePlayer?
+    /// nil when `offline.speak` is false.
+    private let offline: OfflineVoice?
 
     /// The turn under way, and why it was stopped if it was.
     private struct Turn {
@@ -37,20 +46,28 @@ public actor Conversation {
         var stopReason: CancelReason?
         var holdReleased = false
         var holder: ControlConnection?
+        /// The record transport's capture is under way (the microphone is open for it).
+        var capturing = false
+        /// Stopped by a mute while capturing: the result is `muted`.
+        var mutedWhileCapturing = false
     }
     private var turn: Turn?
     private var turns = 0
     private var shuttingDown = false
+    private var muted: Bool
 
     public init(settings: Settings, capture: AudioCapture, playback: Playback, link: Link, bus: EventBus, keeper: StateKeeper,
-                stream: ListenStream? = nil) {
+                stream: ListenStream? = nil, cues: CuePlayer? = nil, offline: OfflineVoice? = nil, muted: Bool = false) {
         self.settings = settings
+        self.muted = muted
         self.capture = capture
         self.playback = playback
         self.link = link
         self.bus = bus
         self.keeper = keeper
         self.stream = stream
+        self.cues = cues
+        self.offline = offline
     }
 
     // MARK: Requests
@@ -58,6 +75,7 @@ public actor Conversation {
     /// Captures now and answers; `hold` keeps capturing until `release` (or the holder goes).
     public func listen(hold: Bool, holder: ControlConnection?) async -> ControlResult {
         if shuttingDown { return .cancelled(.shuttingDown) }
+        if muted { return .error(.microphoneMuted) }
         // The turn under way ends first (its caller is told it was superseded), so two
         // turns never share the microphone.
         while let old = turn {
@@ -72,11 +90,13 @@ public actor Conversation {
         let task = Task { await self.runTurn(number: number, hold: hold) }
         turn = Turn(number: number, task: task, holder: hold ? holder : nil)
         let result = await task.value
+        var mutedWhileCapturing = false
         if turn?.number == number {
+            mutedWhileCapturing = turn?.mutedWhileCapturing ?? false
             turn = nil
             keeper.update { $0.phase = nil }
         }
-        return result
+        return mutedWhileCapturing ? .error(.mutedWhileListening) : result
     }
 
     /// Ends a held capture: what was heard so far is sent.
@@ -90,6 +110,11 @@ public actor Conversation {
 
     /// Stops the capture or playback under way; false when nothing was running.
     public func cancel() async -> Bool {
+        if noticesSpeaking > 0 {
+            noticeStopped = true
+            await playback.cancel()
+            if turn == nil { return true }
+        }
         // A reply the server sent on its own (wake mode) is not a turn here, but is stopped the same way.
         guard turn != nil else { return await stream?.stopPlaying() ?? false }
         stopTurn(.cancelledByUser)
@@ -101,14 +126,67 @@ public actor Conversation {
     public func ask(_ text: String) async -> ControlResult {
         if shuttingDown { return .cancelled(.shuttingDown) }
         keeper.update { $0.asking += 1 }
-        defer { keeper.update { $0.asking -= 1 } }
+        let result: ControlResult
         do {
             let answer = try await link.ask(text: text, client: settings.name, room: settings.room)
             bus.publish(.reply(text: answer.reply, via: answer.via))
-            return .completed(["reply": .string(answer.reply), "via": .string(answer.via)])
+            result = .completed(["reply": .string(answer.reply), "via": .string(answer.via)])
         } catch {
-            return .error(error)
+            result = .error(error)
         }
+        keeper.update { $0.asking -= 1 }
+        guard let notice = await noticeFor(result) else {
+            await cueError(result)
+            return result
+        }
+        // Not a turn, so the state is told apart from one: speaking, while the notice plays.
+        keeper.update { $0.notices += 1 }
+        noticesSpeaking += 1
+        noticeStopped = false
+        let ending = await speak(notice)
+        noticesSpeaking -= 1
+        keeper.update { $0.notices -= 1 }
+        if noticeStopped || shuttingDown { return .cancelled(shuttingDown ? .shuttingDown : .cancelledByUser) }
+        return saidBySatellite(result, ending)
+    }
+
+    /// Notices being said for `ask` now, and whether `cancel` stopped one.
+    private var noticesSpeaking = 0
+    private var noticeStopped = false
+
+    // MARK: Cues and the satellite's own voice
+
+    /// The notice to say for `result`: only when the house could not be reached, and `offline.speak` is on.
+    private func noticeFor(_ result: ControlResult) async -> PCMAudio? {
+        guard case .error(let error) = result, error.code == .serverUnreachable, let offline else { return nil }
+        return await offline.notice()
+    }
+
+    /// Plays the notice; what it says about the speaker goes into the result.
+    private func speak(_ notice: PCMAudio) async -> Result<PlaybackOutcome, ALSAError> {
+        do throws(ALSAError) {
+            return .success(try await playback.play(notice))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// The error result, marked as said by the satellite when the notice reached the speaker.
+    private func saidBySatellite(_ result: ControlResult, _ ending: Result<PlaybackOutcome, ALSAError>) -> ControlResult {
+        guard case .error(let error) = result else { return result }
+        switch ending {
+        case .success:
+            return .error(SatelliteError(error.code, error.message + " The satellite said so itself.", via: "satellite"))
+        case .failure(let speaker):
+            return .error(SatelliteError(error.code, error.message
+                + " The satellite could not say so either: the speaker \(speaker.device) failed: \(speaker.reason)."))
+        }
+    }
+
+    /// The error sound, for an error result that was not spoken; the result follows once it has been heard.
+    private func cueError(_ result: ControlResult) async {
+        guard case .error = result else { return }
+        await cues?.play(.error, untilEnd: true)
     }
 
     /// Ends the turn under way with `shutting_down`, and refuses new ones.
@@ -121,7 +199,19 @@ public actor Conversation {
         }
     }
 
+    /// Requests from now on name `room`.
     public func setRoom(_ room: String) { settings.room = room }
+
+    /// Muted, `listen` is refused; a capture under way (record transport) stops and its caller
+    /// gets `muted`. The stream transport's turn is the stream's to end (`ListenStream.setMuted`).
+    public func setMuted(_ muted: Bool) {
+        self.muted = muted
+        guard muted, var current = turn, current.capturing else { return }
+        current.mutedWhileCapturing = true
+        turn = current
+        stopTurn(.cancelledByUser)
+    }
+
     public func ping() -> Bool { true }
 
     private func stopTurn(_ reason: CancelReason) {
@@ -135,6 +225,12 @@ public actor Conversation {
         turn.flatMap { $0.number == number ? $0.stopReason : nil } ?? .cancelledByUser
     }
 
+    private func setCapturing(_ number: Int, _ capturing: Bool) {
+        guard var current = turn, current.number == number else { return }
+        current.capturing = capturing
+        turn = current
+    }
+
     private func released(_ number: Int) -> Bool {
         turn.map { $0.number == number && $0.holdReleased } ?? false
     }
@@ -142,19 +238,37 @@ public actor Conversation {
     // MARK: The turn
 
     private func runTurn(number: Int, hold: Bool) async -> ControlResult {
+        let result = await turnResult(number: number, hold: hold)
+        if Task.isCancelled { return .cancelled(stopReason(number)) }
+        guard let notice = await noticeFor(result) else {
+            await cueError(result)
+            return result
+        }
+        keeper.update { $0.phase = .speaking }
+        let ending = await speak(notice)
+        if Task.isCancelled { return .cancelled(stopReason(number)) }
+        return saidBySatellite(result, ending)
+    }
+
+    /// The turn up to its result: listened, sent, answered and played.
+    private func turnResult(number: Int, hold: Bool) async -> ControlResult {
         if let stream {
             let result = await stream.pushTurn(hold: hold) { [weak self] in await self?.released(number) ?? true }
             return Task.isCancelled ? .cancelled(stopReason(number)) : result
         }
         keeper.update { $0.phase = .listening }
+        setCapturing(number, true)
+        let recording = await record(number: number, hold: hold)
+        setCapturing(number, false)
         let recorded: [Int16]
-        switch await record(number: number, hold: hold) {
+        switch recording {
         case .heard(let samples): recorded = samples
         case .ended(let result): return result
         }
         if Task.isCancelled { return .cancelled(stopReason(number)) }
 
         keeper.update { $0.phase = .thinking }
+        await cues?.play(.done)
         let wav = WAV.encode(PCMAudio(sampleRate: 16000, channels: 1, samples: recorded))
         let answer: VoiceAnswer
         do {
@@ -202,6 +316,8 @@ public actor Conversation {
         } catch {
             return .ended(.failure(.microphoneUnavailable, "The microphone \(error.device) cannot be opened: \(error.reason)."))
         }
+        // The microphone is open first, so what is said over the sound is recorded too.
+        await cues?.play(.awake)
         var endpointer = Endpointer(settings: settings.endpointing)
         let longest = settings.endpointing.maxUtteranceMs * 16
         var recorded: [Int16] = []

@@ -1,6 +1,10 @@
 // Turns control requests into calls on the actors and writes each one's single
 // result. `watch` turns its connection into a stream of events until the client
-// goes or the daemon stops.
+// goes or the daemon stops. A `listen` or `ask` with a callback is carried to
+// its end whether or not its caller stays, and its result also goes to the
+// callback (without `wait`, the caller is only told it was accepted). Every
+// command that needs control rights is first checked against the peer's
+// credentials (AccessPolicy) and logged with them, allowed or refused.
 import Foundation
 import Synchronization
 import SatelliteCore
@@ -9,25 +13,42 @@ import SatelliteCore
 public final class CommandRouter: ControlHandler {
     private let conversation: Conversation
     private let chooser: ServerChooser
+    private let settings: SettingsKeeper
+    private let volume: SpeakerVolume
+    private let admin: ServerAdmin
     private let board: StatusBoard
     private let bus: EventBus
+    private let callbacks: CallbackSender
     private struct Watch { let task: Task<Void, Never>; let id: JSONValue; let connection: ControlConnection }
     private let watches = Mutex<[ObjectIdentifier: Watch]>([:])
 
-    public init(conversation: Conversation, chooser: ServerChooser, board: StatusBoard, bus: EventBus) {
+    public init(conversation: Conversation, chooser: ServerChooser, admin: ServerAdmin, settings: SettingsKeeper,
+                volume: SpeakerVolume, board: StatusBoard, bus: EventBus, callbacks: CallbackSender) {
         self.conversation = conversation
         self.chooser = chooser
+        self.admin = admin
+        self.settings = settings
+        self.volume = volume
         self.board = board
         self.bus = bus
+        self.callbacks = callbacks
     }
 
     public func handle(_ request: ControlRequest, on connection: ControlConnection) async {
+        guard admit(request.command, from: connection.peer) else {
+            connection.finish(id: request.id, .error(AccessPolicy.refusal(request.command, peer: connection.peer)))
+            return
+        }
+        // Registered before the request runs, so that shutdown waits for its callback too.
+        let ticket = request.callback.map { callbacks.expect($0, command: request.command.name) }
+        if !request.wait { connection.finish(id: request.id, .completed(["accepted": true, "id": request.id])) }
         let result: ControlResult
         switch request.command {
         case .status:
             result = .completed(board.current.json)
         case .version:
             result = .completed(["satellite": .string(SatelliteVersion.satellite), "control": .number(Double(ControlProtocol.version)),
+                                 "controlVersions": .array(ControlProtocol.versionsSpoken.map { .number(Double($0)) }),
                                  "parlourProtocol": .string(SatelliteVersion.parlourProtocol)])
         case .watch:
             startWatch(request.id, on: connection)
@@ -57,8 +78,70 @@ public final class CommandRouter: ControlHandler {
             result = await chooser.setToken(token)
         case .tokenClear:
             result = await chooser.clearToken()
+        case .room(nil):
+            result = .completed(await settings.room())
+        case .room(let name?):
+            result = await settings.setRoom(name)
+        case .roomReset:
+            result = await settings.resetRoom()
+        case .mute:
+            result = await settings.setMuted(true)
+        case .unmute:
+            result = await settings.setMuted(false)
+        case .volume(let percent):
+            result = await volume.volume(setTo: percent)
+            if percent != nil, case .completed(let now) = result {
+                bus.notice(.notice, "The volume is now \(now["percent"]?.intValue ?? 0)%.",
+                           ["card": volume.card, "control": now["control"]?.stringValue ?? volume.control])
+            }
+        case .serverStatus:
+            result = await admin.status()
+        case .serverService(let name, let action):
+            result = await admin.service(name, action)
+            bus.publish(.finished(command: request.command.name, result: result))
+        case .serverPipeline(let change):
+            result = await admin.pipeline(change)
+            bus.publish(.finished(command: "server pipeline", result: result))
+        case .serverDoctor:
+            result = await admin.doctor()
+        case .serverLogs(let service, let lines):
+            result = await admin.logs(service, lines: lines)
+        case .serverRestartAgent:
+            result = await admin.restartAgent()
+            bus.publish(.finished(command: "server restart-agent", result: result))
         }
-        connection.finish(id: request.id, result)
+        if request.wait { connection.finish(id: request.id, result) }
+        if let ticket { callbacks.deliver(result, for: ticket) }
+    }
+
+    /// Whether `peer` may run `command`; a changing command is logged with who sent it either way.
+    private func admit(_ command: ControlCommand, from peer: AccessPolicy.Peer?) -> Bool {
+        guard command.needsControl else { return true }
+        let allowed = AccessPolicy.allows(command, peer: peer, daemonUID: getuid(), groupID: Self.groupID())
+        var fields = ["command": command.name]
+        if let peer {
+            fields["uid"] = String(peer.uid)
+            fields["gid"] = String(peer.gid)
+            fields["pid"] = String(peer.pid)
+            if let user = peer.user { fields["user"] = user }
+        }
+        let who = peer?.description ?? "a peer the kernel did not name"
+        if allowed {
+            bus.notice(.info, "\(command.name) from \(who).", fields)
+        } else {
+            bus.notice(.warning, "Refused \(command.name) from \(who): only root, the daemon's own user and the "
+                + "\(AccessPolicy.group) group may control the satellite.", fields)
+        }
+        return allowed
+    }
+
+    /// The gid of group `parlour` as it is now (an admin may create it after the daemon started).
+    private static func groupID() -> UInt32? {
+        var group = Glibc.group()
+        var found: UnsafeMutablePointer<Glibc.group>?
+        var buffer = [CChar](repeating: 0, count: 16 * 1024)
+        guard getgrnam_r(AccessPolicy.group, &group, &buffer, buffer.count, &found) == 0, found != nil else { return nil }
+        return group.gr_gid
     }
 
     public func readEnded(_ connection: ControlConnection) async {

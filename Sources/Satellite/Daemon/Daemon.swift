@@ -11,11 +11,17 @@ public final class Daemon: Sendable {
     private let config: SatelliteConfig
     private let paths: SatellitePaths
     private let environment: [String: String]
+    private let cues: CueSounds
+    private let hook: HookCommand?
 
-    public init(config: SatelliteConfig, paths: SatellitePaths, environment: [String: String]) {
+    /// `cues` and `hook` are the config's sounds and state hook, already loaded and checked (main.swift).
+    public init(config: SatelliteConfig, paths: SatellitePaths, environment: [String: String],
+                cues: CueSounds = CueSounds(), hook: HookCommand? = nil) {
         self.config = config
         self.paths = paths
         self.environment = environment
+        self.cues = cues
+        self.hook = hook
     }
 
     /// Runs until SIGTERM or SIGINT. Throws when it cannot start (socket in use).
@@ -30,8 +36,30 @@ public final class Daemon: Sendable {
         let notifier = Notifier()
         let keeper = StateKeeper(bus: bus)
 
-        let capture = AudioCapture(device: config.audio.input, bus: bus)
+        // The room set with parlourctl, and muting, outlive a restart (settings.json).
+        let local = SettingsKeeper.load(stateDirectory: paths.stateDirectory, configRoom: config.room, bus: bus)
+        let room = local.room(config: config.room)
+        board.update {
+            $0.room = room
+            $0.muted = local.muted
+        }
+        keeper.update { $0.muted = local.muted }
+
+        let capture = AudioCapture(device: config.audio.input, bus: bus, muted: local.muted)
         let playback = Playback(device: config.audio.output, bus: bus)
+        let cuePlayer = CuePlayer(playback: playback, sounds: cues)
+        // The awake sound reaches a real microphone too (and the speaker's buffer delays it): it is recorded, but not taken for speech.
+        let ignoreOnsetMs = cues[.awake].map { $0.frameCount * 1000 / max($0.sampleRate, 1) + 250 } ?? 0
+        let endpointing = Endpointer.Settings(silenceMs: config.audio.silenceMs, maxUtteranceMs: config.audio.maxUtteranceMs,
+                                              leadingSilenceMs: config.audio.leadingSilenceMs, ignoreOnsetMs: ignoreOnsetMs)
+        let offline = config.offline.speak
+            ? OfflineVoice(settings: .init(voice: config.offline.voice, text: config.offline.text, configFile: paths.config), bus: bus)
+            : nil
+        // Subscribed before the first state change, so the hook hears starting → … too.
+        let stateHook = hook.map {
+            StateHook(settings: .init(command: $0, timeout: .milliseconds(config.hooks.timeoutMs), environment: environment,
+                                      socket: paths.socket, room: room), bus: bus)
+        }
         let serverURL = config.server.url.isEmpty ? nil : config.server.url
         // A kill in the middle of a write leaves a temporary beside the file (the token, perhaps).
         for file in ["token", "pin.json"] {
@@ -46,38 +74,46 @@ public final class Daemon: Sendable {
         var stream: ListenStream?
         if config.transport == .stream {
             stream = ListenStream(
-                settings: .init(name: config.name, room: config.room, mode: config.wake == .push ? .push : .wake,
-                                retryMs: config.server.retryMs, endpointing: .init(
-                                    silenceMs: config.audio.silenceMs, maxUtteranceMs: config.audio.maxUtteranceMs,
-                                    leadingSilenceMs: config.audio.leadingSilenceMs)),
-                link: link, capture: capture, playback: playback, bus: bus, keeper: keeper)
+                settings: .init(name: config.name, room: room, mode: config.wake == .push ? .push : .wake,
+                                retryMs: config.server.retryMs, endpointing: endpointing),
+                link: link, capture: capture, playback: playback, bus: bus, keeper: keeper, cues: cuePlayer, muted: local.muted)
         }
         let conversation = Conversation(
-            settings: .init(name: config.name, room: config.room, endpointing: .init(
-                silenceMs: config.audio.silenceMs, maxUtteranceMs: config.audio.maxUtteranceMs,
-                leadingSilenceMs: config.audio.leadingSilenceMs)),
-            capture: capture, playback: playback, link: link, bus: bus, keeper: keeper, stream: stream)
-        let router = CommandRouter(conversation: conversation, chooser: chooser, board: board, bus: bus)
+            settings: .init(name: config.name, room: room, endpointing: endpointing),
+            capture: capture, playback: playback, link: link, bus: bus, keeper: keeper, stream: stream,
+            cues: cuePlayer, offline: offline, muted: local.muted)
+        let settings = SettingsKeeper(initial: local, stateDirectory: paths.stateDirectory, configRoom: config.room,
+                                      conversation: conversation, stream: stream, capture: capture, keeper: keeper, bus: bus)
+        let volume = SpeakerVolume(output: config.audio.output, mixer: config.audio.mixer, mixerCard: config.audio.mixerCard)
+        let callbacks = CallbackSender(bus: bus)
+        let router = CommandRouter(conversation: conversation, chooser: chooser, admin: ServerAdmin(link: link), settings: settings,
+                                   volume: volume, board: board, bus: bus, callbacks: callbacks)
 
         let server = try ControlServer(path: paths.socket, handler: router)
-        let journalTask = Task { await journal.run(journalEvents, room: config.room) }
-        let notifierTask = Task { await notifier.run(notifierEvents, room: config.room) }
+        let journalTask = Task { await journal.run(journalEvents, room: room) }
+        let notifierTask = Task { await notifier.run(notifierEvents, room: room) }
 
         // Before READY=1, so the first state already says whether there is a server.
         await link.follow(await pin.current())
         server.start()
         keeper.update { $0.started = true }
-        notifier.ready(status: keeper.state.sentence(room: config.room))
+        notifier.ready(status: keeper.state.sentence(room: room))
         bus.notice(.notice, "parlour-satellite \(SatelliteVersion.satellite) is ready.",
                    ["socket": paths.socket, "transport": config.transport.rawValue])
+        if local.muted {
+            bus.notice(.notice, "Muted: the microphone stays closed until parlourctl unmute.", ["muted": "true"])
+        }
 
         var services: [Task<Void, Never>] = [
             Task { await discovery.run() }, Task { await link.run() }, Task { await chooser.run() },
         ]
         if let stream { services.append(Task { await stream.run() }) }
+        if let stateHook { services.append(Task { await stateHook.run() }) }
         services.append(Task {
             _ = await capture.probe()
             _ = await playback.probe()
+            // After READY=1: espeak-ng says the notice into memory on its own thread.
+            offline?.prepare()
         })
         if let interval = notifier.watchdogInterval {
             let pings: [@Sendable () async -> Bool] = [
@@ -94,6 +130,8 @@ public final class Daemon: Sendable {
         server.stop()
         await conversation.shutdown()
         await router.endWatches()
+        // The turn under way has just ended with shutting_down: its callback goes out now.
+        await callbacks.shutdown()
         for service in services.reversed() { service.cancel() }
         for service in services.reversed() { await service.value }
         await capture.close()

@@ -95,23 +95,23 @@ public actor Link {
     }
 
     public func ask(text: String, client name: String, room: String) async throws(SatelliteError) -> AskAnswer {
-        let client = try client()
-        let url = client.baseURL
-        do {
-            let answer = try await client.ask(text: text, client: name, room: room)
-            learn(reachable: true, tokenAccepted: true, about: url)
-            return answer
-        } catch {
-            learn(from: error, about: url)
-            throw error
-        }
+        try await call { client throws(SatelliteError) in try await client.ask(text: text, client: name, room: room) }
     }
 
     public func voice(wav: Data, client name: String, room: String) async throws(SatelliteError) -> VoiceAnswer {
+        try await call { client throws(SatelliteError) in try await client.voice(wav: wav, client: name, room: room) }
+    }
+
+    /// Runs `request` against the server in use, with the token in force, and learns from its
+    /// outcome whether the server answered and took the token. The only way a request reaches a
+    /// server other than through the checks: so the token goes to the pinned server alone.
+    public func call<Answer: Sendable>(
+        _ request: @Sendable (ParlourClient) async throws(SatelliteError) -> Answer
+    ) async throws(SatelliteError) -> Answer {
         let client = try client()
         let url = client.baseURL
         do {
-            let answer = try await client.voice(wav: wav, client: name, room: room)
+            let answer = try await request(client)
             learn(reachable: true, tokenAccepted: true, about: url)
             return answer
         } catch {

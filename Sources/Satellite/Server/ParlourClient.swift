@@ -1,5 +1,5 @@
-// The server calls of the record transport: /health, /v1/models, /ask, /voice,
-// shaped exactly as parlour-protocol.md says. A thin adapter: what answers mean
+// The server calls the satellite makes over HTTP: /health, /v1/models, /ask,
+// /voice, and the /admin routes, shaped exactly as parlour-protocol.md says. A thin adapter: what answers mean
 // lives in ServerAnswers. Easy to get wrong: the token goes in the header only,
 // never in the query, and never into a message or a description of this value.
 import Foundation
@@ -12,21 +12,26 @@ public struct ParlourClient: Sendable, CustomStringConvertible, CustomReflectabl
     private let http: HTTPClient
     private let timeout: Duration
     private let pipelineTimeout: Duration
+    private let adminTimeout: Duration
 
     /// - Parameters:
     ///   - baseURL: such as `http://den.local:8765`; a trailing slash is ignored.
     ///   - token: sent as `Authorization: Bearer <token>` on the routes that need it; nil sends none.
     public init(baseURL: String, token: String?, http: HTTPClient) {
         // /voice and /ask wait for the server's pipeline, which gives up after 45 s.
-        self.init(baseURL: baseURL, token: token, http: http, timeout: .seconds(20), pipelineTimeout: .seconds(60))
+        // A model server's start loads the model (the app allows 60 s); the doctor may start one too.
+        self.init(baseURL: baseURL, token: token, http: http, timeout: .seconds(20), pipelineTimeout: .seconds(60),
+                  adminTimeout: .seconds(90))
     }
 
-    init(baseURL: String, token: String?, http: HTTPClient, timeout: Duration, pipelineTimeout: Duration) {
+    init(baseURL: String, token: String?, http: HTTPClient, timeout: Duration, pipelineTimeout: Duration,
+         adminTimeout: Duration = .seconds(90)) {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.token = token
         self.http = http
         self.timeout = timeout
         self.pipelineTimeout = pipelineTimeout
+        self.adminTimeout = adminTimeout
     }
 
     public var description: String { "ParlourClient(\(ServerAnswers.displayURL(baseURL)))" }
@@ -59,6 +64,42 @@ public struct ParlourClient: Sendable, CustomStringConvertible, CustomReflectabl
         if !room.isEmpty { query += "&room=" + Self.encode(room) }
         let body = try await exchange(.voice, method: "POST", query: query, contentType: "audio/wav", body: wav, timeout: pipelineTimeout)
         return try ServerAnswers.voice(body)
+    }
+
+    // MARK: /admin (parlour-protocol.md 1.5)
+
+    /// `GET /admin`.
+    public func adminStatus() async throws(SatelliteError) -> AdminStatus {
+        try ServerAnswers.adminStatus(try await exchange(.admin, method: "GET"))
+    }
+
+    /// `POST /admin/pipeline` with the settings in `change` only.
+    public func savePipeline(_ change: PipelineChange) async throws(SatelliteError) -> (pipeline: Pipeline, restart: String) {
+        let body = try await exchange(.adminPipeline, method: "POST", contentType: "application/json", body: JSONValue.object(change.fields).data)
+        return try ServerAnswers.pipelineSaved(body)
+    }
+
+    /// `POST /admin/service`; waits for a model to load.
+    public func service(_ name: String, _ action: ServiceAction) async throws(SatelliteError) -> ManagedService {
+        let request: JSONValue = ["service": .string(name), "action": .string(action.rawValue)]
+        let body = try await exchange(.adminService, method: "POST", contentType: "application/json", body: request.data, timeout: adminTimeout)
+        return try ServerAnswers.managedService(body)
+    }
+
+    /// `GET /admin/logs?service=&lines=`; without `lines` the server gives 50.
+    public func logs(_ service: String, lines: Int?) async throws(SatelliteError) -> (service: String, lines: [String]) {
+        let query = "service=" + Self.encode(service) + (lines.map { "&lines=\($0)" } ?? "")
+        return try ServerAnswers.logs(try await exchange(.adminLogs, method: "GET", query: query))
+    }
+
+    /// `POST /admin/doctor`; its checks may take as long as a model's start.
+    public func doctor() async throws(SatelliteError) -> [ServerCheck] {
+        try ServerAnswers.doctor(try await exchange(.adminDoctor, method: "POST", timeout: adminTimeout))
+    }
+
+    /// `POST /admin/restart`: 202 `{"restart":"scheduled"}`.
+    public func restartAgent() async throws(SatelliteError) -> String {
+        try ServerAnswers.restartScheduled(try await exchange(.adminRestart, method: "POST"))
     }
 
     /// Sends one request and returns a 2xx body; everything else becomes a SatelliteError.

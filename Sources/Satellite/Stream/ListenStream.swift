@@ -4,7 +4,12 @@
 // only a `parlourctl listen` turn goes up. Easy to get wrong: never stream while
 // a reply plays (it would be heard as the next question); never two connections;
 // a turn's result must come once even when the server says nothing; the token
-// goes in the handshake header only, and no log line carries it.
+// goes in the handshake header only, and no log line carries it. The awake and
+// done cues play as listening starts and ends (the server's listening in wake
+// mode); what the microphone hears meanwhile still goes up. The room is in the
+// socket's URL, so a new room reopens the socket, but only once no turn is under
+// way (ours or the server's), so no question is lost to it. Muted, the socket
+// stays open and nothing goes up; answers already on their way still play.
 import Foundation
 import SatelliteCore
 
@@ -35,12 +40,13 @@ public actor ListenStream {
     /// The largest binary message taken from the server: a long float32 reply fits.
     public static let maxBinary = 8 << 20
 
-    private let settings: Settings
+    private var settings: Settings
     private let link: Link
     private let capture: AudioCapture
     private let playback: Playback
     private let bus: EventBus
     private let keeper: StateKeeper
+    private let cues: CuePlayer?
 
     private var policy: ReconnectPolicy
     /// The connection in use, once it opened; `connectionNumber` tells a new one from the last.
@@ -69,14 +75,28 @@ public actor ListenStream {
 
     private var turn: PushTurn?
     private var turns = 0
+    /// Wake mode: whether the server said it is listening (its turn, not a push turn).
+    private var serverListening = false
 
-    public init(settings: Settings, link: Link, capture: AudioCapture, playback: Playback, bus: EventBus, keeper: StateKeeper) {
+    /// The microphone stays closed and nothing goes up.
+    private var muted: Bool
+    /// What the server last said it is doing (wake mode): a turn of its own is under way unless idle.
+    private var serverState = ListenState.idle
+    /// Set when the socket is to be reopened (a new room) once nothing is under way: why, for the journal.
+    private var reopening: String?
+    /// Set when the socket was closed on purpose to reopen it: why.
+    private var closing: String?
+
+    public init(settings: Settings, link: Link, capture: AudioCapture, playback: Playback, bus: EventBus, keeper: StateKeeper,
+                cues: CuePlayer? = nil, muted: Bool = false) {
         self.settings = settings
+        self.muted = muted
         self.link = link
         self.capture = capture
         self.playback = playback
         self.bus = bus
         self.keeper = keeper
+        self.cues = cues
         self.policy = ReconnectPolicy(capMs: settings.retryMs)
         // Offline until the socket opens, so status never says idle before it could listen.
         keeper.update { $0.streamConnected = false }
@@ -93,8 +113,9 @@ public actor ListenStream {
                 continue
             }
             let url: String
+            let room = settings.room
             do {
-                url = try ListenURL.build(server: server, client: settings.name, room: settings.room, mode: settings.mode)
+                url = try ListenURL.build(server: server, client: settings.name, room: room, mode: settings.mode)
             } catch {
                 lastProblem = SatelliteError(.noServer, "The server URL cannot be used for /listen: \(error.description).")
                 bus.notice(.error, lastProblem.message)
@@ -105,8 +126,16 @@ public actor ListenStream {
             if let token = await link.streamToken() { headers["Authorization"] = "Bearer \(token)" }
             let client = WebSocketClient.connect(url: url, headers: headers, maxMessage: Self.maxBinary,
                                                  maxText: ListenMessage.maxTextBytes)
-            let ending = await session(client, url: url)
+            let ending = await session(client, url: url, room: room)
             if Task.isCancelled { break }
+            if let why = closing {
+                // Closed on purpose: back at once, and the back-off is left as it was.
+                closing = nil
+                bus.notice(.notice, "Reconnecting to the server's /listen: \(why).")
+                continue
+            }
+            // Said here too: a reopening kept the state as it was, and its attempt may have failed.
+            keeper.update { $0.streamConnected = false }
             let delay = policy.delay(after: ending)
             let when = delay == .zero ? "at once" : "in \(Self.seconds(delay))"
             // The same failure attempt after attempt is said once, then at debug.
@@ -121,8 +150,8 @@ public actor ListenStream {
         await setMicrophone()
     }
 
-    /// One connection, from connecting to its last event; says how it ended.
-    private func session(_ client: WebSocketClient, url: String) async -> ReconnectPolicy.Ending {
+    /// One connection, from connecting to its last event; says how it ended. `room` is the one in `url`.
+    private func session(_ client: WebSocketClient, url: String, room: String) async -> ReconnectPolicy.Ending {
         var openedAt: ContinuousClock.Instant?
         defer { client.close() }
         for await event in client.events {
@@ -137,6 +166,8 @@ public actor ListenStream {
                 await link.streamOpened()
                 lastNotice = ""
                 bus.notice(.notice, "Connected to the server's /listen.", ["url": url, "mode": settings.mode.rawValue])
+                // The room changed while this connection was being made: it is reopened again.
+                if room == settings.room { reopening = nil } else { reopenIfQuiet() }
             case .text(let text):
                 await received(text)
             case .binary(let data):
@@ -199,7 +230,9 @@ public actor ListenStream {
         guard connection != nil || isReady else { return }
         connection = nil
         isReady = false
-        keeper.update { $0.streamConnected = false }
+        serverState = .idle
+        // Reopened on purpose, it is back at once: no `offline` flickers past.
+        if closing == nil { keeper.update { $0.streamConnected = false } }
         if let current = turn, current.phase != .playing {
             finishTurn(current.number, .failure(.serverUnreachable, "The connection to the server ended during the turn. \(lastProblem.message)"))
         }
@@ -244,7 +277,7 @@ public actor ListenStream {
             }
             await setMicrophone()
         case .state(let state, let text):
-            serverState(state, text: text)
+            await self.serverState(state, text: text)
         case .reply(let text, let via):
             bus.publish(.reply(text: text, via: via))
             if var current = turn, current.phase == .answering {
@@ -261,7 +294,9 @@ public actor ListenStream {
         }
     }
 
-    private func serverState(_ state: ListenState, text: String?) {
+    private func serverState(_ state: ListenState, text: String?) async {
+        serverState = state
+        defer { reopenIfQuiet() }
         if var current = turn {
             // Until `end` went up, the states are not about this turn.
             guard current.phase == .answering else { return }
@@ -281,10 +316,15 @@ public actor ListenStream {
             return
         }
         // Wake mode: the server's turn, shown as the satellite's own state.
+        let wasListening = serverListening
+        serverListening = state == .listening
         switch state {
-        case .listening: if playing == nil { keeper.update { $0.phase = .listening } }
+        case .listening:
+            if playing == nil { keeper.update { $0.phase = .listening } }
+            if !wasListening { await cues?.play(.awake) }
         case .thinking:
             keeper.update { $0.phase = .thinking }
+            if wasListening { await cues?.play(.done) }
             if let text, !text.isEmpty { bus.publish(.heard(text)) }
         case .speaking: break  // speaking starts when the WAV plays
         case .idle: if playing == nil { keeper.update { $0.phase = nil } }
@@ -302,6 +342,7 @@ public actor ListenStream {
             } else {
                 bus.notice(.error, why, ["bytes": String(wav.count)])
                 if playing == nil { keeper.update { $0.phase = nil } }
+                await cues?.play(.error)
             }
             // The server holds its speaking flag until `spoke` (or 250 ms); nothing will play.
             connection?.sendText(ListenCommand.spoke.text)
@@ -354,6 +395,7 @@ public actor ListenStream {
             if let failure { bus.notice(.error, "The answer could not be played on \(failure.device): \(failure.reason).") }
             keeper.update { $0.phase = nil }
         }
+        reopenIfQuiet()
     }
 
     /// Stops a wake-mode reply playing; false when none was.
@@ -369,6 +411,7 @@ public actor ListenStream {
     /// (or, with `hold`, the holder) ends it, then the answer. Cancelling the calling task
     /// sends `cancel` and ends it with `cancelled_by_user`.
     public func pushTurn(hold: Bool, released: @escaping @Sendable () async -> Bool) async -> ControlResult {
+        if muted { return .error(.microphoneMuted) }
         guard let connection, isReady else { return .error(lastProblem) }
         if playing != nil { await playback.cancel() }
         turns += 1
@@ -386,11 +429,19 @@ public actor ListenStream {
                 batcher.reset()
                 connection.sendText(ListenCommand.start.text)
                 keeper.update { $0.phase = .listening }
-                Task { await self.setMicrophone() }
+                Task { await self.startListening(number) }
             }
         } onCancel: {
             Task { await self.cancelTurn(number) }
         }
+    }
+
+    /// Opens the microphone for a push turn, then plays the awake sound: the microphone is open
+    /// first, so what is said over the sound goes up too.
+    private func startListening(_ number: Int) async {
+        await setMicrophone()
+        guard let current = turn, current.number == number, current.phase == .capturing else { return }
+        await cues?.play(.awake)
     }
 
     private func cancelTurn(_ number: Int) async {
@@ -416,12 +467,55 @@ public actor ListenStream {
         current.timeout?.cancel()
         current.continuation.resume(returning: result)
         Task { await self.setMicrophone() }
+        reopenIfQuiet()
+    }
+
+    // MARK: Room and mute
+
+    /// Requests from now on name `room`. The socket's URL carries it, so the socket is reopened,
+    /// at once when nothing is under way, else as soon as the turn under way has ended.
+    public func setRoom(_ room: String) {
+        guard room != settings.room else { return }
+        settings.room = room
+        reopening = room.isEmpty ? "the satellite has no room now" : "requests now name the room \(room)"
+        reopenIfQuiet()
+    }
+
+    /// Muted: the microphone closes and nothing goes up; a push turn still capturing ends with
+    /// `muted`, and an answer already on its way still plays. The socket stays open. In wake mode,
+    /// a question the server was still hearing is dropped by reopening the socket, so the server
+    /// never answers half of it after `unmute`.
+    public func setMuted(_ muted: Bool) async {
+        guard muted != self.muted else { return }
+        self.muted = muted
+        if muted {
+            if let current = turn, current.phase == .capturing {
+                batcher.reset()
+                connection?.sendText(ListenCommand.cancel.text)
+                finishTurn(current.number, .error(.mutedWhileListening))
+            } else if turn == nil, serverState == .listening, let connection {
+                closing = "the microphone was muted while the server was listening, so it drops what it heard"
+                connection.close()
+            }
+        }
+        await setMicrophone()
+    }
+
+    /// Whether nothing is under way that a reopened socket would cut off.
+    private var quiet: Bool { turn == nil && playing == nil && serverState == .idle }
+
+    private func reopenIfQuiet() {
+        guard let why = reopening, quiet, let connection else { return }
+        reopening = nil
+        closing = why
+        connection.close()
     }
 
     // MARK: The microphone
 
     /// Open while it is needed: always once ready in wake mode, and for a push turn's capture.
     private var wantsMicrophone: Bool {
+        if muted { return false }
         if turn?.phase == .capturing { return connection != nil }
         return settings.mode == .wake && isReady
     }
@@ -522,6 +616,7 @@ public actor ListenStream {
         answering.phase = .answering
         turn = answering
         keeper.update { $0.phase = .thinking }
+        await cues?.play(.done)
         await setMicrophone()
     }
 

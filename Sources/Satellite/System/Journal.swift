@@ -77,7 +77,11 @@ public struct Journal: Sendable {
         case .server(let s): if let url = s.url { fields["SERVER_URL"] = url }
         case .finished(let command, let result):
             fields["COMMAND"] = command
-            if case .error(let e) = result { fields["ERROR"] = e.code.rawValue }
+            if case .error(let e) = result {
+                fields["ERROR"] = e.code.rawValue
+                // "satellite": the satellite spoke a notice of its own; nothing came from home.
+                if let via = e.via { fields["VIA"] = via }
+            }
             if case .cancelled(let r) = result { fields["REASON"] = r.rawValue }
         case .notice(_, _, let extra): for (k, v) in extra { fields[fieldName(k)] = v }
         default: break

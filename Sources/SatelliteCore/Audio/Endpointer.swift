@@ -25,6 +25,8 @@ import Foundation
 /// - After speech, `silenceMs` without a voiced frame: `.ended(.silence)`.
 /// - `maxUtteranceMs` of audio in total: `.ended(.maxLength)`, even mid-word
 ///   (`.nothingHeard` if no speech had started).
+/// - Speech cannot start within the first `ignoreOnsetMs`: the satellite's own awake
+///   sound is in the microphone then. Speech that began over it starts once it is past.
 ///
 /// Once it returns `.ended` or `.nothingHeard` it returns the same for every later
 /// call, and consumes no more samples.
@@ -36,11 +38,14 @@ public struct Endpointer: Sendable {
         public var maxUtteranceMs: Int
         /// How long to wait for speech to start.
         public var leadingSilenceMs: Int
+        /// How long, from the first sample, voiced frames do not count towards the start of speech.
+        public var ignoreOnsetMs: Int
 
-        public init(silenceMs: Int = 800, maxUtteranceMs: Int = 15_000, leadingSilenceMs: Int = 2_500) {
+        public init(silenceMs: Int = 800, maxUtteranceMs: Int = 15_000, leadingSilenceMs: Int = 2_500, ignoreOnsetMs: Int = 0) {
             self.silenceMs = silenceMs
             self.maxUtteranceMs = maxUtteranceMs
             self.leadingSilenceMs = leadingSilenceMs
+            self.ignoreOnsetMs = ignoreOnsetMs
         }
     }
 
@@ -89,6 +94,7 @@ public struct Endpointer: Sendable {
     private let silenceSamples: Int
     private let maxSamples: Int
     private let leadingSamples: Int
+    private let ignoredSamples: Int
     private let highPassPole: Float
 
     private var speechStarted = false
@@ -115,6 +121,7 @@ public struct Endpointer: Sendable {
         silenceSamples = max(samples(settings.silenceMs), 1)
         maxSamples = samples(settings.maxUtteranceMs)
         leadingSamples = samples(settings.leadingSilenceMs)
+        ignoredSamples = samples(settings.ignoreOnsetMs)
         highPassPole = Float(1 - 2 * Double.pi * Self.highPassHz / Double(rate))
     }
 
@@ -159,7 +166,10 @@ public struct Endpointer: Sendable {
         }
 
         consumedSamples += frameLength
-        if voiced {
+        if voiced, consumedSamples <= ignoredSamples, !speechStarted {
+            // The awake sound: neither speech nor the quiet after it.
+            voicedRun = 0
+        } else if voiced {
             voicedRun += 1
             quietSamples = 0
             if voicedRun >= Self.onsetFrames { speechStarted = true }

@@ -17,12 +17,39 @@ struct HelpText {
     var text: String {
         var sections = ["OVERVIEW: \(overview)"]
         if let discussion { sections.append(discussion) }
-        sections.append("USAGE: \(usage)")
+        sections.append(HelpText.wrapped(usage, after: "USAGE: "))
         if !arguments.isEmpty { sections.append(HelpText.section("ARGUMENTS", arguments)) }
         if !options.isEmpty { sections.append(HelpText.section("OPTIONS", options)) }
         if !subcommands.isEmpty { sections.append(HelpText.section("SUBCOMMANDS", subcommands)) }
         if let footer { sections.append("  " + footer) }
         return sections.joined(separator: "\n\n")
+    }
+
+    /// `usage` after `lead`, wrapped at 80 columns between its parts (a bracketed option is one
+    /// part), later lines indented to stand under the first.
+    static func wrapped(_ usage: String, after lead: String) -> String {
+        var parts: [String] = []
+        var depth = 0
+        for character in usage {
+            if character == " " && depth == 0 {
+                parts.append("")
+                continue
+            }
+            if parts.isEmpty { parts.append("") }
+            if character == "[" { depth += 1 }
+            if character == "]" { depth -= 1 }
+            parts[parts.count - 1].append(character)
+        }
+        var lines = [lead]
+        for part in parts where !part.isEmpty {
+            let line = lines[lines.count - 1]
+            if line.count > lead.count && line.count + 1 + part.count > 80 {
+                lines.append(String(repeating: " ", count: lead.count) + part)
+            } else {
+                lines[lines.count - 1] = line + (line.count > lead.count ? " " : "") + part
+            }
+        }
+        return lines.joined(separator: "\n")
     }
 
     /// Labels in a column of 24 after a 2-space indent; a longer label puts its help on the next line.

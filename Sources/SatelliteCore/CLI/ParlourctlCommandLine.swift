@@ -10,6 +10,8 @@ public struct ParlourctlInvocation: Sendable, Equatable {
         case help(String)
         /// Send this command to the daemon.
         case run(ControlCommand)
+        /// Send this command with a callback URL; without `wait`, return once the daemon accepts it.
+        case runWithCallback(ControlCommand, callback: CallbackURL, wait: Bool)
         /// Print parlourctl's own version (`--version`) without asking the daemon.
         case version
         /// Show the link's server and ask to confirm (unless `yes`), then send `pair`. A link
@@ -17,6 +19,8 @@ public struct ParlourctlInvocation: Sendable, Equatable {
         case pair(link: String, yes: Bool)
         /// Read the token from standard input, then send `token set`.
         case setTokenFromInput
+        /// Ask on the terminal before stopping a model server (unless `yes`), then send `server stop`.
+        case stopService(name: String, yes: Bool)
     }
 
     public var action: Action
@@ -42,24 +46,39 @@ public enum ParlourctlCommandLine {
         OptionSpec("--socket", value: "<path>", help: "Talk to the daemon through this socket."),
     ]
 
+    static let serviceArgument = ArgumentSpec("<name>", .one, help: "The model server: llm or whisper.")
+
     /// Every command, in the order help lists them.
     static let commands: [CommandSpec] = [
         CommandSpec(name: "status", abstract: "Print the state of the satellite and its server.") { _ in .run(.status) },
         CommandSpec(name: "watch", abstract: "Print events as they happen until interrupted.",
                     discussion: "With --json, each event is one JSON object on a line of its own.") { _ in .run(.watch) },
         CommandSpec(name: "listen", abstract: "Listen now and print what was heard and the reply.",
-                    discussion: "Listening ends on silence, or with --hold when standard input closes.",
-                    options: [OptionSpec("--hold", help: "Keep listening until standard input closes.")]) { command in
-            .run(.listen(hold: command.flags.contains("--hold")))
+                    discussion: """
+                        Listening ends on silence, or with --hold when standard input closes.
+                        \(callbackDiscussion)
+                        """,
+                    options: [OptionSpec("--hold", help: "Keep listening until standard input closes.")] + callbackOptions) {
+            command throws(UsageError) in
+            let hold = command.flags.contains("--hold")
+            if hold && command.flags.contains("--no-wait") {
+                throw command.usageError("'--no-wait' cannot go with '--hold': a held listen ends when parlourctl's "
+                    + "standard input closes, so parlourctl must stay.")
+            }
+            return try withCallback(.listen(hold: hold), command)
         },
         CommandSpec(name: "cancel", abstract: "Stop the capture or the playback under way.") { _ in .run(.cancel) },
         CommandSpec(name: "ask", abstract: "Ask a question in words and print the reply.",
-                    discussion: "Put -- before a question that starts with a dash.",
-                    arguments: [ArgumentSpec("<text>", .oneOrMore, help: "The question; its words are joined with spaces.")]) {
+                    discussion: """
+                        Put -- before a question that starts with a dash.
+                        \(callbackDiscussion)
+                        """,
+                    arguments: [ArgumentSpec("<text>", .oneOrMore, help: "The question; its words are joined with spaces.")],
+                    options: callbackOptions) {
             command throws(UsageError) in
             let text = command.arguments.flatMap { $0.split(whereSeparator: \.isWhitespace) }.joined(separator: " ")
             guard !text.isEmpty else { throw command.usageError("Missing expected argument '<text> ...'.") }
-            return .run(.ask(text: text))
+            return try withCallback(.ask(text: text), command)
         },
         CommandSpec(name: "servers", abstract: "List the Parlour servers found, the pinned one marked.") { _ in
             .run(.servers)
@@ -93,6 +112,114 @@ public enum ParlourctlCommandLine {
                     refusesArguments: "token set takes no argument: the token would show in the process list. "
                         + "Give it on standard input: parlourctl token set < FILE.") { _ in .setTokenFromInput },
         CommandSpec(name: "token clear", abstract: "Remove the stored token.") { _ in .run(.tokenClear) },
+        CommandSpec(name: "room", abstract: "Print the room, or set it from the next request on.",
+                    discussion: """
+                        The room is sent with every request, so the server knows where it was
+                        asked. A room set here outlives a restart and wins over the config's
+                        room until that is edited, or until --reset; "" sets no room.
+                        """,
+                    arguments: [ArgumentSpec("<name>", .optional, help: "The room, such as kitchen; none prints it.")],
+                    options: [OptionSpec("--reset", help: "Use the config's room again.")]) { command throws(UsageError) in
+            let reset = command.flags.contains("--reset")
+            guard let text = command.arguments.first else { return .run(reset ? .roomReset : .room(name: nil)) }
+            if reset { throw command.usageError("Give a room or --reset, not both.") }
+            guard let name = LocalSettings.roomName(text) else {
+                throw command.usageError("A room has at most 40 characters and no control characters; '\(text.prefix(60))' is not one.")
+            }
+            return .run(.room(name: name))
+        },
+        CommandSpec(name: "mute", abstract: "Close the microphone until unmute, over restarts too.",
+                    discussion: """
+                        The microphone is released (another program may open it) and nothing is
+                        streamed or recorded. An answer already on its way still plays.
+                        """) { _ in .run(.mute) },
+        CommandSpec(name: "unmute", abstract: "Let the microphone open again.") { _ in .run(.unmute) },
+        CommandSpec(name: "volume", abstract: "Print the speaker's volume, or set it from 0 to 100.",
+                    discussion: """
+                        The volume is the ALSA mixer control audio.mixer on the card of
+                        audio.output (or audio.mixerCard), as a percentage of its range.
+                        """,
+                    arguments: [ArgumentSpec("<percent>", .optional, help: "The volume from 0 to 100; none prints it.")]) {
+            command throws(UsageError) in
+            guard let text = command.arguments.first else { return .run(.volume(percent: nil)) }
+            let digits = text.hasSuffix("%") ? String(text.dropLast()) : text
+            guard let percent = Int(digits), (0...100).contains(percent) else {
+                throw command.usageError("The volume is a whole number from 0 to 100, not '\(text.prefix(60))'.")
+            }
+            return .run(.volume(percent: percent))
+        },
+        CommandSpec(name: "server status", abstract: "Print the pinned server's own status.",
+                    discussion: """
+                        Its version, whether its agent restarts by itself, the pipeline in force
+                        and the one saved, each model server, and its memory. Every server
+                        command goes through the satellite to the pinned server only, with the
+                        token, over the server's /admin routes.
+                        """) { _ in .run(.serverStatus) },
+        CommandSpec(name: "server start", abstract: "Start one of the server's model servers.",
+                    discussion: "Loading a model can take up to a minute; the satellite waits for it.",
+                    arguments: [serviceArgument]) { command in
+            .run(.serverService(name: command.arguments[0], action: .start))
+        },
+        CommandSpec(name: "server stop", abstract: "Stop one of the server's model servers.",
+                    discussion: """
+                        The house cannot answer the same way without it, so this asks first on
+                        a terminal; --yes skips the question, and without a terminal --yes is
+                        needed.
+                        """,
+                    arguments: [serviceArgument],
+                    options: [OptionSpec("--yes", help: "Stop without asking to confirm.")]) { command in
+            .stopService(name: command.arguments[0], yes: command.flags.contains("--yes"))
+        },
+        CommandSpec(name: "server restart", abstract: "Restart one of the server's model servers.",
+                    discussion: "Loading a model can take up to a minute; the satellite waits for it.",
+                    arguments: [serviceArgument]) { command in
+            .run(.serverService(name: command.arguments[0], action: .restart))
+        },
+        CommandSpec(name: "server pipeline", abstract: "Change the server's pipeline settings.",
+                    discussion: """
+                        Only the settings that differ from the server's saved ones are sent. A
+                        value outside the server's bounds is refused before anything is sent.
+                        The server restarts its agent to use them when it can.
+                        """,
+                    options: [
+                        OptionSpec("--concurrency", value: "<n>", help: "Run this many requests at once across the house (1-4)."),
+                        OptionSpec("--queue-depth", value: "<n>", help: "Let this many requests wait per room (1-10)."),
+                        OptionSpec("--max-tasks", value: "<n>", help: "Split a request into at most this many tasks (1-10)."),
+                        OptionSpec("--timeout", value: "<seconds>", help: "Give up on a request after this many seconds (5-300)."),
+                        OptionSpec("--triage", value: "<when>", help: "Read requests first: auto, always or never."),
+                    ]) { command throws(UsageError) in
+            var change = PipelineChange()
+            for setting in PipelineSetting.allCases {
+                guard let text = command.values[setting.option] else { continue }
+                guard let value = setting.parse(option: text), change.set(setting, value) else {
+                    throw command.usageError("'\(setting.option)' must be \(setting.expectedOption) (the server's bounds), not '\(text)'.")
+                }
+            }
+            guard !change.isEmpty else {
+                throw command.usageError("Give at least one setting to change: "
+                    + PipelineSetting.allCases.map(\.option).joined(separator: ", ") + ".")
+            }
+            return .run(.serverPipeline(change))
+        },
+        CommandSpec(name: "server doctor", abstract: "Run the server's own checks.",
+                    discussion: "The checks can take up to a minute; the satellite waits for them.") { _ in .run(.serverDoctor) },
+        CommandSpec(name: "server logs", abstract: "Print the last lines of one of the server's logs.",
+                    arguments: [ArgumentSpec("<log>", .one, help: "agent, llm or whisper.")],
+                    options: [OptionSpec("--lines", value: "<n>", help: "Print this many lines (1-200; 50 if not given).")]) {
+            command throws(UsageError) in
+            var lines: Int?
+            if let text = command.values["--lines"] {
+                guard let count = Int(text), count >= 1 else {
+                    throw command.usageError("'--lines' must be a whole number of at least 1, not '\(text)'.")
+                }
+                lines = count
+            }
+            return .run(.serverLogs(service: command.arguments[0], lines: lines))
+        },
+        CommandSpec(name: "server restart-agent", abstract: "Restart the server's agent.",
+                    discussion: "The house stops answering for a few seconds while it starts again.") { _ in
+            .run(.serverRestartAgent)
+        },
         CommandSpec(name: "version", abstract: "Print the versions of both programs and the protocol.") { _ in
             .run(.version)
         },
@@ -105,6 +232,38 @@ public enum ParlourctlCommandLine {
             return .help(text)
         },
     ]
+
+    /// The options of the two commands whose result may go to a callback.
+    static let callbackOptions = [
+        OptionSpec("--callback", value: "<url>", help: "Also send the result to this http(s) URL."),
+        OptionSpec("--no-wait", help: "Return at once; only the callback gets the result."),
+    ]
+
+    static let callbackDiscussion = """
+
+        With --callback, the satellite itself requests the URL when the request
+        ends, even when parlourctl is gone; its query gets status=completed and
+        response=<base64url JSON>, status=cancelled and reason=<reason>, or
+        status=error and error=<code> added. With --no-wait, parlourctl exits 0 as
+        soon as the satellite has accepted the request, and only the callback gets
+        the result.
+        """
+
+    /// `command` as it goes with the callback options of `parsed` (none, `--callback`, `--no-wait`).
+    static func withCallback(_ command: ControlCommand, _ parsed: ParsedCommand) throws(UsageError) -> ParlourctlInvocation.Action {
+        let wait = !parsed.flags.contains("--no-wait")
+        guard let text = parsed.values["--callback"] else {
+            if !wait { throw parsed.usageError("'--no-wait' needs '--callback <url>': without it the result would go nowhere.") }
+            return .run(command)
+        }
+        switch CallbackURL.parse(text) {
+        case .success(let url):
+            return .runWithCallback(command, callback: url, wait: wait)
+        case .failure:
+            let problem = CallbackURL.problem(with: text) ?? "is not a callback URL"
+            throw parsed.usageError("Invalid value for '--callback <url>': \(ServerAnswers.displayURL(text)) \(problem).")
+        }
+    }
 
     public static func parse(_ arguments: [String]) -> Result<ParlourctlInvocation, UsageError> {
         var cursor = ArgumentCursor(arguments)

@@ -52,6 +52,16 @@ struct ConfigKey: Sendable {
         .milliseconds("audio.silenceMs", \.audio.silenceMs, 100...10_000),
         .milliseconds("audio.maxUtteranceMs", \.audio.maxUtteranceMs, 1_000...120_000),
         .milliseconds("audio.leadingSilenceMs", \.audio.leadingSilenceMs, 500...60_000),
+        .string("audio.mixer", \.audio.mixer, check: mixerControl),
+        .string("audio.mixerCard", \.audio.mixerCard, check: mixerCard),
+        .string("hooks.onState", \.hooks.onState, check: hookCommand),
+        .milliseconds("hooks.timeoutMs", \.hooks.timeoutMs, 100...600_000),
+        .string("sounds.awake", \.sounds.awake, check: sound),
+        .string("sounds.done", \.sounds.done, check: sound),
+        .string("sounds.error", \.sounds.error, check: sound),
+        .flag("offline.speak", \.offline.speak),
+        .string("offline.voice", \.offline.voice, check: voiceName),
+        .string("offline.text", \.offline.text, check: noticeText),
     ]
 
     /// Checks that involve more than one key, run after every key is read; the path is the key blamed.
@@ -84,6 +94,14 @@ extension ConfigKey {
             }
             config[keyPath: field] = ms
         }, render: { .number(Double($0[keyPath: field])) })
+    }
+
+    /// A key that is `true` or `false`.
+    static func flag(_ path: String, _ field: WritableKeyPath<SatelliteConfig, Bool> & Sendable) -> ConfigKey {
+        ConfigKey(path: path, read: { value, config throws(Rejection) in
+            guard let flag = value.boolValue else { throw Rejection("true or false") }
+            config[keyPath: field] = flag
+        }, render: { .bool($0[keyPath: field]) })
     }
 
     /// A key that takes one word from a closed set, such as `transport`.
@@ -129,6 +147,23 @@ extension ConfigKey {
         return trimmed
     }
 
+    /// A simple mixer control's name, as ALSA keeps it (at most 44 bytes with its " Playback Volume").
+    static func mixerControl(_ text: String) throws(Rejection) -> String? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty, trimmed.utf8.count <= 28, !hasControlCharacters(trimmed) else {
+            throw Rejection("a mixer control name such as \"Master\", \"PCM\" or \"Speaker\" (amixer scontrols lists them)")
+        }
+        return trimmed
+    }
+
+    static func mixerCard(_ text: String) throws(Rejection) -> String? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard !hasControlCharacters(trimmed) else {
+            throw Rejection("\"\" (the card of audio.output) or an ALSA card such as \"hw:1\" or \"default\"")
+        }
+        return trimmed
+    }
+
     /// `""`, or `http(s)://host[:port]` stored without a trailing slash so that routes can be appended.
     static func serverURL(_ text: String) throws(Rejection) -> String? {
         if text.isEmpty { return "" }
@@ -154,6 +189,42 @@ extension ConfigKey {
         parts.scheme = scheme
         parts.path = ""
         return parts.string ?? text
+    }
+
+    /// A command line the satellite can split without a shell (ShellWords); kept as written.
+    static func hookCommand(_ text: String) throws(Rejection) -> String? {
+        do {
+            _ = try HookCommand.words(text)
+        } catch {
+            throw Rejection("\"\" for no hook, or a command such as \"/usr/share/parlour-satellite/hooks/led.sh led0\"",
+                            found: "\(Rejection.describe(.string(text))), in which \(error.description)")
+        }
+        return text
+    }
+
+    /// `"builtin"`, `""` (no sound) or an absolute path; the file itself is read at start (CueSounds).
+    static func sound(_ text: String) throws(Rejection) -> String? {
+        if text.isEmpty || text == SatelliteConfig.Sounds.builtin { return text }
+        guard text.hasPrefix("/"), !hasControlCharacters(text) else {
+            throw Rejection("\"builtin\", \"\" for no sound, or the absolute path of a WAV file")
+        }
+        return text
+    }
+
+    static func voiceName(_ text: String) throws(Rejection) -> String? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty, trimmed.count <= 64, !hasControlCharacters(trimmed) else {
+            throw Rejection("an espeak-ng language or voice name such as \"en\", \"en-us\" or \"de\"")
+        }
+        return trimmed
+    }
+
+    static func noticeText(_ text: String) throws(Rejection) -> String? {
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !trimmed.isEmpty, trimmed.count <= 200, !hasControlCharacters(trimmed) else {
+            throw Rejection("a sentence of 1 to 200 characters")
+        }
+        return trimmed
     }
 
     private static func hasControlCharacters(_ text: String) -> Bool {

@@ -44,13 +44,76 @@ public struct SatelliteConfig: Sendable, Equatable {
         public var maxUtteranceMs: Int
         /// Give up (`nothing_heard`) when no speech starts within this.
         public var leadingSilenceMs: Int
+        /// The simple mixer control `parlourctl volume` turns; "Master" falls back (MixerSelection).
+        public var mixer: String
+        /// The mixer's card (a ctl name such as `hw:1`); empty: the card of `output`.
+        public var mixerCard: String
 
-        public init(input: String, output: String, silenceMs: Int, maxUtteranceMs: Int, leadingSilenceMs: Int) {
+        public init(input: String, output: String, silenceMs: Int, maxUtteranceMs: Int, leadingSilenceMs: Int,
+                    mixer: String = "Master", mixerCard: String = "") {
             self.input = input
             self.output = output
             self.silenceMs = silenceMs
             self.maxUtteranceMs = maxUtteranceMs
             self.leadingSilenceMs = leadingSilenceMs
+            self.mixer = mixer
+            self.mixerCard = mixerCard
+        }
+    }
+
+    /// The state hook (README, "State hooks").
+    public struct Hooks: Sendable, Equatable {
+        /// The command run on every state change, split like a shell would but run without one; `""`: none.
+        public var onState: String
+        /// How long a hook may run before it is stopped.
+        public var timeoutMs: Int
+
+        public init(onState: String = "", timeoutMs: Int = 5_000) {
+            self.onState = onState
+            self.timeoutMs = timeoutMs
+        }
+    }
+
+    /// The short sounds that mark listening, its end and errors (README, "Sounds").
+    public struct Sounds: Sendable, Equatable {
+        /// `"builtin"` for the satellite's own sound, `""` for none, or an absolute path to a WAV file.
+        public var awake: String
+        public var done: String
+        public var error: String
+
+        public static let builtin = "builtin"
+
+        public init(awake: String = builtin, done: String = builtin, error: String = builtin) {
+            self.awake = awake
+            self.done = done
+            self.error = error
+        }
+
+        /// The setting for one cue.
+        public subscript(cue: Cue) -> String {
+            switch cue {
+            case .awake: awake
+            case .done: done
+            case .error: error
+            }
+        }
+    }
+
+    /// What the satellite says itself when the house cannot be reached (README, "A voice of its own").
+    public struct Offline: Sendable, Equatable {
+        /// Whether it says anything at all.
+        public var speak: Bool
+        /// An espeak-ng language or voice name, such as `en`, `en-us` or `de`.
+        public var voice: String
+        /// The sentence it says.
+        public var text: String
+
+        public static let defaultText = "I can't reach the house right now."
+
+        public init(speak: Bool = true, voice: String = "en", text: String = defaultText) {
+            self.speak = speak
+            self.voice = voice
+            self.text = text
         }
     }
 
@@ -62,14 +125,21 @@ public struct SatelliteConfig: Sendable, Equatable {
     public var transport: Transport
     public var wake: Wake
     public var audio: Audio
+    public var hooks: Hooks
+    public var sounds: Sounds
+    public var offline: Offline
 
-    public init(name: String, room: String, server: Server, transport: Transport, wake: Wake, audio: Audio) {
+    public init(name: String, room: String, server: Server, transport: Transport, wake: Wake, audio: Audio,
+                hooks: Hooks = Hooks(), sounds: Sounds = Sounds(), offline: Offline = Offline()) {
         self.name = name
         self.room = room
         self.server = server
         self.transport = transport
         self.wake = wake
         self.audio = audio
+        self.hooks = hooks
+        self.sounds = sounds
+        self.offline = offline
     }
 
     /// Every setting at its default, named after the host.
@@ -81,7 +151,7 @@ public struct SatelliteConfig: Sendable, Equatable {
             transport: .stream,
             wake: .server,
             audio: Audio(input: "default", output: "default", silenceMs: 800, maxUtteranceMs: 15_000,
-                         leadingSilenceMs: 2_500))
+                         leadingSilenceMs: 2_500, mixer: "Master", mixerCard: ""))
     }
 
     /// The host name up to its first dot: `den.local` is `den`.

@@ -26,6 +26,27 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
     /// Store a new token (it never travels on a command line, only in this request).
     case tokenSet(token: String)
     case tokenClear
+    /// Reads the room (nil) or sets it, from the next request on ("" for none); it outlives a restart.
+    case room(name: String?)
+    /// Forgets the room set with `room`: the config's counts again.
+    case roomReset
+    /// Closes the microphone until `unmute`, over restarts too.
+    case mute
+    case unmute
+    /// Reads the output volume (nil) or sets it, in percent of the mixer control's range.
+    case volume(percent: Int?)
+    /// The pinned server's own status (`GET /admin`).
+    case serverStatus
+    /// Starts, stops or restarts one of the server's model servers (`llm`, `whisper`).
+    case serverService(name: String, action: ServiceAction)
+    /// Saves the settings of `change` that differ from the server's saved pipeline.
+    case serverPipeline(PipelineChange)
+    /// The server's own checks.
+    case serverDoctor
+    /// The last lines of one of the server's logs (`agent`, `llm`, `whisper`); nil: the server's default.
+    case serverLogs(service: String, lines: Int?)
+    /// Restarts the server's agent.
+    case serverRestartAgent
 
     /// The name alone: the arguments of `pair` and `token set` are secrets.
     public var description: String { name }
@@ -45,11 +66,40 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
         case .unpin: "unpin"
         case .tokenSet: "token set"
         case .tokenClear: "token clear"
+        case .room, .roomReset: "room"
+        case .mute: "mute"
+        case .unmute: "unmute"
+        case .volume: "volume"
+        case .serverStatus: "server status"
+        case .serverService(_, let action): "server \(action.rawValue)"
+        case .serverPipeline: "server pipeline"
+        case .serverDoctor: "server doctor"
+        case .serverLogs: "server logs"
+        case .serverRestartAgent: "server restart-agent"
         }
     }
 
     public static let names = ["status", "watch", "version", "listen", "end", "cancel", "ask",
-                               "servers", "pair", "use", "unpin", "token set", "token clear"]
+                               "servers", "pair", "use", "unpin", "token set", "token clear",
+                               "room", "mute", "unmute", "volume",
+                               "server status", "server start", "server stop", "server restart", "server pipeline",
+                               "server doctor", "server logs", "server restart-agent"]
+
+    /// Whether only those allowed to control the satellite may send the command: root, the
+    /// daemon's own user and the members of group `parlour` (AccessPolicy). That is every command
+    /// that changes something (the satellite's state, its files, the room, the speaker, the
+    /// server), and the `server ...` commands that only read too, since they reach the house's
+    /// server with its token (its logs hold what people said). Anyone who can open the socket may
+    /// run the rest, which only read. A switch with no default, so a new command has to say.
+    public var needsControl: Bool {
+        switch self {
+        case .status, .watch, .version, .servers: false
+        case .room(let name): name != nil
+        case .volume(let percent): percent != nil
+        case .listen, .end, .cancel, .ask, .pair, .use, .unpin, .tokenSet, .tokenClear, .roomReset, .mute, .unmute: true
+        case .serverStatus, .serverService, .serverPipeline, .serverDoctor, .serverLogs, .serverRestartAgent: true
+        }
+    }
 
     var arguments: [String: JSONValue] {
         switch self {
@@ -58,6 +108,15 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
         case .pair(let link): return ["link": .string(link)]
         case .use(let url): return ["url": .string(url)]
         case .tokenSet(let token): return ["token": .string(token)]
+        case .room(let name?): return ["name": .string(name)]
+        case .roomReset: return ["reset": true]
+        case .volume(let percent?): return ["percent": .number(Double(percent))]
+        case .serverService(let name, _): return ["name": .string(name)]
+        case .serverPipeline(let change): return change.fields
+        case .serverLogs(let service, let lines):
+            var fields: [String: JSONValue] = ["service": .string(service)]
+            if let lines { fields["lines"] = .number(Double(lines)) }
+            return fields
         default: return [:]
         }
     }
@@ -79,6 +138,51 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
         case "servers": return .success(.servers)
         case "unpin": return .success(.unpin)
         case "token clear": return .success(.tokenClear)
+        case "mute": return .success(.mute)
+        case "unmute": return .success(.unmute)
+        case "room":
+            let reset: Bool
+            switch fields["reset"] {
+            case nil, .null?: reset = false
+            case .bool(let value)?: reset = value
+            case let other?: return bad("\"reset\" must be true or false, not \(other.kindName).")
+            }
+            switch fields["name"] {
+            case nil, .null?: return .success(reset ? .roomReset : .room(name: nil))
+            case .string(let text)? where !reset:
+                guard let name = LocalSettings.roomName(text) else {
+                    return bad("\"name\" must be a room name of at most 40 characters without control characters, or \"\" for none.")
+                }
+                return .success(.room(name: name))
+            case .string?: return bad("room takes \"name\" or \"reset\", not both.")
+            case let other?: return bad("\"name\" must be a string, the room's name, not \(other.kindName).")
+            }
+        case "volume":
+            switch fields["percent"] {
+            case nil, .null?: return .success(.volume(percent: nil))
+            case let value?:
+                guard let percent = value.intValue, (0...100).contains(percent) else {
+                    return bad("\"percent\" must be a whole number from 0 to 100, not \(value.text).")
+                }
+                return .success(.volume(percent: percent))
+            }
+        case "server status": return .success(.serverStatus)
+        case "server doctor": return .success(.serverDoctor)
+        case "server restart-agent": return .success(.serverRestartAgent)
+        case "server start", "server stop", "server restart":
+            let action = ServiceAction(rawValue: String(name.dropFirst("server ".count)))!
+            guard let service = nonEmpty("name") else { return bad("\(name) needs \"name\", the model server such as llm or whisper.") }
+            return .success(.serverService(name: service, action: action))
+        case "server pipeline":
+            return PipelineChange.decode(fields).map(ControlCommand.serverPipeline)
+        case "server logs":
+            guard let service = nonEmpty("service") else { return bad("server logs needs \"service\": agent, llm or whisper.") }
+            switch fields["lines"] {
+            case nil, .null?: return .success(.serverLogs(service: service, lines: nil))
+            case let lines?:
+                guard let count = lines.intValue, count >= 1 else { return bad("\"lines\" must be a whole number of at least 1, not \(lines.text).") }
+                return .success(.serverLogs(service: service, lines: count))
+            }
         case "pair":
             guard let link = nonEmpty("link") else { return bad("pair needs \"link\", the parlour://pair?... link as a string.") }
             return .success(.pair(link: link))

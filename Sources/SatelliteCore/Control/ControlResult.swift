@@ -16,7 +16,10 @@ public enum ControlResult: Sendable, Equatable {
         switch self {
         case .completed(let response): return ["status": "completed", "response": response]
         case .cancelled(let reason): return ["status": "cancelled", "reason": .string(reason.rawValue)]
-        case .error(let e): return ["status": "error", "error": .string(e.code.rawValue), "message": .string(e.message)]
+        case .error(let e):
+            var fields: [String: JSONValue] = ["status": "error", "error": .string(e.code.rawValue), "message": .string(e.message)]
+            if let via = e.via { fields["via"] = .string(via) }
+            return .object(fields)
         }
     }
 
@@ -38,7 +41,7 @@ public enum ControlResult: Sendable, Equatable {
             self = .cancelled(reason)
         case "error":
             let code = json["error"]?.stringValue.flatMap(ErrorCode.init(rawValue:)) ?? .internalError
-            self = .error(SatelliteError(code, json["message"]?.stringValue ?? code.rawValue))
+            self = .error(SatelliteError(code, json["message"]?.stringValue ?? code.rawValue, via: json["via"]?.stringValue))
         default:
             return nil
         }

@@ -26,10 +26,14 @@ public enum ErrorCode: String, Sendable, CaseIterable, Equatable {
 public struct SatelliteError: Error, Sendable, Equatable, CustomStringConvertible {
     public let code: ErrorCode
     public let message: String
+    /// Who spoke to the room about it: `"satellite"` when the satellite said a notice of its
+    /// own (the house could not be reached); nil when nothing was said (INTERFACE.md, "Results").
+    public let via: String?
 
-    public init(_ code: ErrorCode, _ message: String) {
+    public init(_ code: ErrorCode, _ message: String, via: String? = nil) {
         self.code = code
         self.message = message
+        self.via = via
     }
 
     public var description: String { message }
@@ -50,4 +54,13 @@ public enum CancelReason: String, Sendable, CaseIterable, Equatable {
         case .shuttingDown: "The satellite is shutting down."
         }
     }
+}
+
+extension SatelliteError {
+    /// What `listen` gets while the microphone is muted.
+    public static let microphoneMuted = SatelliteError(.muted,
+        "The microphone is muted, so nothing can be heard. Unmute it with parlourctl unmute, then listen again.")
+    /// What a `listen` under way gets when the microphone is muted in the middle of it.
+    public static let mutedWhileListening = SatelliteError(.muted,
+        "The microphone was muted while listening; what it had heard was dropped and nothing was sent.")
 }

@@ -1,5 +1,6 @@
 // What parlourctl prints for a result: a human sentence by default, the result
 // object with --json. Pure, so the words are tested without a daemon.
+import Foundation
 
 /// parlourctl's rendering of one result.
 public enum ResultText {
@@ -14,6 +15,10 @@ public enum ResultText {
     }
 
     static func completed(_ command: ControlCommand, _ r: JSONValue) -> String {
+        // `--no-wait`: the daemon took the request, and the callback carries how it ends.
+        if r["accepted"]?.boolValue == true {
+            return "Accepted: the satellite will call the callback URL when the request ends.\n"
+        }
         switch command {
         case .status: return status(r)
         case .listen:
@@ -38,7 +43,98 @@ public enum ResultText {
         case .tokenSet: return "The token is stored. It is read afresh for every request.\n"
         case .tokenClear:
             return r["cleared"]?.boolValue == true ? "The token is removed.\n" : "There was no stored token.\n"
+        case .room(let name):
+            let room = r["room"]?.stringValue ?? ""
+            let config = r["configRoom"]?.stringValue ?? ""
+            if name != nil { return room.isEmpty ? "No room is set now.\n" : "The room is now \(room); the next request says so.\n" }
+            guard r["source"] == "parlourctl" else { return room.isEmpty ? "No room is set.\n" : "\(room)\n" }
+            let configSays = config.isEmpty ? "none" : config
+            return "\(room.isEmpty ? "(none)" : room) (set with parlourctl room; the config's room is \(configSays))\n"
+        case .roomReset:
+            let room = r["room"]?.stringValue ?? ""
+            return room.isEmpty ? "The config's room counts again: none is set.\n" : "The config's room counts again: \(room).\n"
+        case .mute:
+            return (r["changed"]?.boolValue == false ? "Already muted: " : "Muted: ")
+                + "the microphone is closed and nothing is sent. parlourctl unmute opens it again.\n"
+        case .unmute:
+            return r["changed"]?.boolValue == false ? "The microphone was not muted.\n" : "Unmuted: the microphone may open again.\n"
+        case .volume:
+            let percent = r["percent"]?.intValue.map { "\($0)%" } ?? "?"
+            return "Volume: \(percent) (\(r["control"]?.stringValue ?? "?") on \(r["card"]?.stringValue ?? "?"))\n"
+        case .serverStatus: return serverStatus(r)
+        case .serverService: return serverService(r)
+        case .serverPipeline: return serverPipeline(r)
+        case .serverDoctor: return serverDoctor(r)
+        case .serverLogs:
+            let lines = (r["lines"]?.arrayValue ?? []).compactMap(\.stringValue)
+            return lines.isEmpty ? "The \(r["service"]?.stringValue ?? "") log is empty.\n" : lines.joined(separator: "\n") + "\n"
+        case .serverRestartAgent:
+            return "The server's agent is restarting; the house stops answering for a few seconds.\n"
         }
+    }
+
+    static func serverStatus(_ r: JSONValue) -> String {
+        guard let s = try? ServerAnswers.adminStatus(json: r) else { return r.prettyText + "\n" }
+        let restart = switch s.restart {
+        case "automatic": "automatic: the agent comes back by itself after a restart"
+        case "manual": "manual: the agent was started in a terminal and would not come back by itself"
+        default: s.restart
+        }
+        let saved = s.saved == s.pipeline
+            ? "the same"
+            : "\(s.saved.sentence)\n            (differs from the one in force until the agent restarts)"
+        let services = s.services.map { service in
+            "\((service.name + ":").padding(toLength: 12, withPad: " ", startingAt: 0))\(service.summary) (\(service.what))\n"
+        }.joined()
+        return """
+            Parlour:    \(s.version), role \(s.role)
+            Restart:    \(restart)
+            In force:   \(s.pipeline.sentence)
+            Saved:      \(saved)
+            \(services)Memory:     \(gigabytes(s.freeGb)) GB free of \(gigabytes(s.totalGb)) GB
+
+            """
+    }
+
+    static func gigabytes(_ value: Double) -> String {
+        value.rounded() == value ? String(Int(value)) : String(format: "%.1f", value)
+    }
+
+    static func serverService(_ r: JSONValue) -> String {
+        guard let service = r["service"].flatMap({ try? ServerAnswers.managedService(json: $0) }) else { return r.prettyText + "\n" }
+        return "\(service.name) (\(service.what)) is now \(service.summary).\n"
+    }
+
+    static func serverPipeline(_ r: JSONValue) -> String {
+        var sent = PipelineChange()
+        for setting in PipelineSetting.allCases {
+            if let value = r["sent"]?[setting.key] { _ = sent.set(setting, value) }
+        }
+        let restart = r["restart"]?.stringValue ?? ""
+        guard !sent.isEmpty else {
+            return "Nothing to change: the server's saved pipeline already has these settings."
+                + (restart == "needed" ? " A saved change is waiting for the agent to restart (parlourctl server restart-agent).\n" : "\n")
+        }
+        let after = switch restart {
+        case "scheduled": "The server's agent is restarting to use them; the house stops answering for a few seconds."
+        case "needed": "They take effect when the server's agent next starts."
+        case "none": "No restart is needed: the agent already runs with them."
+        default: "The server said restart \"\(restart)\"."
+        }
+        return "Saved \(sent.sentence). \(after)\n"
+    }
+
+    static func serverDoctor(_ r: JSONValue) -> String {
+        let checks = (r["checks"]?.arrayValue ?? []).map {
+            ServerCheck(name: $0["name"]?.stringValue ?? "?", status: $0["status"]?.stringValue ?? "?", detail: $0["detail"]?.stringValue ?? "")
+        }
+        let width = checks.map(\.name.count).max() ?? 0
+        let lines = checks.map { "\($0.mark) \($0.name.padding(toLength: width, withPad: " ", startingAt: 0))  \($0.detail)\n" }.joined()
+        let failed = checks.filter { $0.status == "fail" }.count
+        let warned = checks.filter { $0.status == "warn" }.count
+        var verdict = failed == 0 ? "Nothing is broken" : "\(failed) thing\(failed == 1 ? "" : "s") to fix"
+        if warned > 0 { verdict += ", \(warned) warning\(warned == 1 ? "" : "s")" }
+        return lines + verdict + ".\n"
     }
 
     /// "NAME at URL" for a pin object.

@@ -58,6 +58,12 @@ public enum ServerRoute: String, Sendable, CaseIterable {
     case models = "/v1/models"
     case ask = "/ask"
     case voice = "/voice"
+    case admin = "/admin"
+    case adminPipeline = "/admin/pipeline"
+    case adminService = "/admin/service"
+    case adminLogs = "/admin/logs"
+    case adminDoctor = "/admin/doctor"
+    case adminRestart = "/admin/restart"
 }
 
 /// How a request ended without an HTTP answer. The HTTP client sorts curl's
@@ -100,7 +106,7 @@ public enum ServerAnswers {
     }
 
     public static func health(_ body: Data) throws(SatelliteError) -> ServerHealthAnswer {
-        let answer = try Reader(body: body, route: .health)
+        let answer = try AnswerReader(body: body, route: .health)
         return ServerHealthAnswer(
             ok: try answer.bool("ok"), tools: try answer.int("tools"), cloud: try answer.bool("cloud"),
             running: try answer.optionalInt("running"), waiting: try answer.optionalInt("waiting"))
@@ -108,17 +114,17 @@ public enum ServerAnswers {
 
     /// `GET /v1/models` carries nothing the satellite uses; a list proves the token works.
     public static func models(_ body: Data) throws(SatelliteError) {
-        let answer = try Reader(body: body, route: .models)
+        let answer = try AnswerReader(body: body, route: .models)
         guard answer.fields["data"]?.arrayValue != nil else { throw answer.wrong("has no data list") }
     }
 
     public static func ask(_ body: Data) throws(SatelliteError) -> AskAnswer {
-        let answer = try Reader(body: body, route: .ask)
+        let answer = try AnswerReader(body: body, route: .ask)
         return AskAnswer(reply: try answer.string("reply"), via: try answer.string("via"))
     }
 
     public static func voice(_ body: Data) throws(SatelliteError) -> VoiceAnswer {
-        let answer = try Reader(body: body, route: .voice)
+        let answer = try AnswerReader(body: body, route: .voice)
         var audio: Data?
         switch answer.fields["audio"] {
         case nil, .null?:
@@ -181,48 +187,5 @@ public enum ServerAnswers {
 
     private static func format(_ seconds: Double) -> String {
         seconds.rounded() == seconds ? String(Int(seconds)) : String(seconds)
-    }
-}
-
-/// One 2xx body, read as the JSON object a route promises; each failure says what was wrong.
-private struct Reader {
-    let fields: [String: JSONValue]
-    let route: ServerRoute
-
-    init(body: Data, route: ServerRoute) throws(SatelliteError) {
-        self.route = route
-        let value: JSONValue
-        do { value = try JSONValue.parse(body) } catch {
-            throw SatelliteError(.badAnswer, "The server's answer to \(route.rawValue) is not JSON.")
-        }
-        guard let fields = value.objectValue else {
-            throw SatelliteError(.badAnswer, "The server's answer to \(route.rawValue) is \(value.kindName), not a JSON object.")
-        }
-        self.fields = fields
-    }
-
-    func wrong(_ what: String) -> SatelliteError {
-        SatelliteError(.badAnswer, "The server's answer to \(route.rawValue) \(what).")
-    }
-
-    func string(_ key: String) throws(SatelliteError) -> String {
-        guard let value = fields[key]?.stringValue else { throw wrong("has no \(key) string") }
-        return value
-    }
-
-    func bool(_ key: String) throws(SatelliteError) -> Bool {
-        guard let value = fields[key]?.boolValue else { throw wrong("has no \(key) true or false") }
-        return value
-    }
-
-    func int(_ key: String) throws(SatelliteError) -> Int {
-        guard let value = fields[key]?.intValue else { throw wrong("has no \(key) whole number") }
-        return value
-    }
-
-    func optionalInt(_ key: String) throws(SatelliteError) -> Int? {
-        guard let value = fields[key], !value.isNull else { return nil }
-        guard let number = value.intValue else { throw wrong("has \(key) that is not a whole number") }
-        return number
     }
 }

@@ -12,6 +12,8 @@ public struct StateInputs: Sendable, Equatable {
     public var started = false
     public var phase: TurnPhase?
     public var asking = 0
+    /// Notices the satellite is saying itself outside a turn (an `ask` the house did not answer).
+    public var notices = 0
     public var muted = false
     /// Whether there is a server to talk to at all.
     public var hasServer = false
@@ -30,6 +32,7 @@ public struct StateInputs: Sendable, Equatable {
         case .speaking?: return .speaking
         case nil: break
         }
+        if notices > 0 { return .speaking }
         if asking > 0 { return .thinking }
         if muted { return .muted }
         if !hasServer { return .unpaired }

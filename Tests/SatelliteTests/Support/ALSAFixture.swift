@@ -1,6 +1,7 @@
 // Real ALSA for tests on a machine with no sound card: the `file` plugin over
 // the `paced` test card (Tests/Fixtures/alsa_paced.c, built here with cc), so
-// microphones read raw files and speakers write them at a real card's pace.
+// microphones read raw files and speakers write them at a real card's pace;
+// and a card mixer (Tests/Fixtures/alsa_mixer.c), since the file plugin has none.
 // ALSA reads its configuration once per process, so ALSA_CONFIG_PATH is set
 // before the first ALSA call and never changed: every suite shares this one
 // fixture, and each test passes its own files as device arguments instead.
@@ -34,17 +35,33 @@ final class ALSAFixture: Sendable {
         } catch {
             throw SetupFailed(description: "Cannot create \(directory): \(error)")
         }
-        // -DPIC: without it alsa/global.h builds the plugin for a static libasound,
-        // and dlopen fails with "undefined symbol: snd_dlsym_start".
-        let plugin = "\(directory)/libasound_module_pcm_paced.so"
-        let source = root.appendingPathComponent("Tests/Fixtures/alsa_paced.c").path
-        do {
-            try Spawn.run("cc", package: "gcc", ["-O2", "-shared", "-fPIC", "-DPIC", "-o", plugin, source, "-lasound"])
-        } catch {
-            throw SetupFailed(description: "cc could not build \(source): \(error); is libasound2-dev installed?")
+        /// Builds Tests/Fixtures/`source` into the plugin `library` in the fixture's directory.
+        func build(_ source: String, _ library: String) throws(SetupFailed) -> String {
+            let plugin = "\(directory)/\(library)"
+            let path = root.appendingPathComponent("Tests/Fixtures/\(source)").path
+            // -DPIC: without it alsa/global.h builds the plugin for a static libasound,
+            // and dlopen fails with "undefined symbol: snd_dlsym_start".
+            do {
+                try Spawn.run("cc", package: "gcc", ["-O2", "-shared", "-fPIC", "-DPIC", "-o", plugin, path, "-lasound"])
+            } catch {
+                throw SetupFailed(description: "cc could not build \(path): \(error); is libasound2-dev installed?")
+            }
+            return plugin
         }
+        let plugin = try build("alsa_paced.c", "libasound_module_pcm_paced.so")
+        let mixerPlugin = try build("alsa_mixer.c", "libasound_module_ctl_testmixer.so")
         let config = """
             pcm_type.paced { lib "\(plugin)" }
+            ctl_type.testmixer { lib "\(mixerPlugin)" }
+            # A card mixer with one stereo playback volume CONTROL (0 to 87), kept in FILE.
+            ctl.testmixer {
+                @args [ FILE CONTROL ]
+                @args.FILE { type string }
+                @args.CONTROL { type string default "Master" }
+                type testmixer
+                file $FILE
+                control $CONTROL
+            }
             pcm.clock { type paced }
             # A microphone reading INFILE (raw S16_LE); what it captures is copied to FILE.
             pcm.testmic {
@@ -78,6 +95,18 @@ final class ALSAFixture: Sendable {
                     channels 1
                 }
             }
+            # The same, keeping every playback: the first in FILE, the next ones in FILE.0001, FILE.0002, …
+            pcm.testspeakerlog {
+                @args [ FILE ]
+                @args.FILE { type string }
+                type plug
+                slave {
+                    pcm { type file slave.pcm "clock" file $FILE format "raw" truncate false }
+                    format S16_LE
+                    rate 16000
+                    channels 1
+                }
+            }
             pcm.\(missing) { type hw card 29 device 0 }
 
             """
@@ -106,6 +135,23 @@ final class ALSAFixture: Sendable {
 
     /// The 16 kHz mono `plug` speaker whose output lands in `file`.
     func speaker(file: String) -> String { "testspeaker:FILE=\"\(file)\"" }
+
+    /// A card mixer whose playback volume `control` is kept in `file` ("left right", 0 to 87).
+    func mixer(file: String, control: String = "Master") -> String {
+        "testmixer:FILE=\"\(file)\",CONTROL=\"\(control)\""
+    }
+
+    /// The 16 kHz mono `plug` speaker that keeps every playback: the file plugin does not truncate
+    /// `file` when told not to, but starts `file.0001`, `file.0002`, … (see `playedInOrder`).
+    func speakerLog(file: String) -> String { "testspeakerlog:FILE=\"\(file)\"" }
+
+    /// Everything a `speakerLog` speaker played, one playback after the other.
+    func playedInOrder(_ file: String) throws -> [Int16] {
+        let folder = (file as NSString).deletingLastPathComponent, name = (file as NSString).lastPathComponent
+        let more = try FileManager.default.contentsOfDirectory(atPath: folder)
+            .filter { $0.hasPrefix(name + ".") && Int($0.dropFirst(name.count + 1)) != nil }.sorted()
+        return try ([name] + more).flatMap { try readRaw(folder + "/" + $0) }
+    }
 
     /// The speaker without conversion, writing what it is given to `file`.
     func rawSpeaker(file: String) -> String { "testspeaker_file:FILE=\"\(file)\"" }

@@ -2,6 +2,8 @@
 // socket, notify socket and ALSA devices (the paced test card under the file
 // plugin, from ALSAFixture: the microphone reads mic.raw at real time, the
 // speaker writes played.raw). start() returns when the daemon sends READY=1.
+// A test hears only what it asks for: unless its config names `sounds` or
+// `offline`, the cue sounds and the offline notice are switched off.
 import Foundation
 import Synchronization
 import SatelliteCore
@@ -21,22 +23,32 @@ final class DaemonHarness: Sendable {
 
     var micFile: URL { dir.appendingPathComponent("mic.raw") }
     var speakerFile: URL { dir.appendingPathComponent("played.raw") }
+    /// With "testspeakerlog": everything played, in order.
+    func playedInOrder() throws -> [Int16] { try ALSAFixture.shared().playedInOrder(speakerFile.path) }
 
     /// Starts the daemon with `config` (written to satellite.json) and waits for READY=1.
     /// With `journal`, stderr counts as the journal (JOURNAL_STREAM names it), so records go to journald's socket.
-    /// With `fifoMic`, "testmic" reads a FIFO kept full of silence at real time, and `room.say` speaks into it.
-    static func start(config: JSONValue, token: String? = nil, mic: Data = Data(), fifoMic: Bool = false, journal: Bool = false,
-                      environment extra: [String: String] = [:]) async throws -> DaemonHarness {
+    /// With `fifoMic`, "testmic" reads a FIFO kept full of silence at real time, and `room.say` speaks into it;
+    /// with `liveMic` instead, the room goes on at real time while the microphone is closed (MicFeeder `live`).
+    /// "testspeakerlog" is "testspeaker" keeping every playback: `playedInOrder` reads them all.
+    static func start(config: JSONValue, token: String? = nil, mic: Data = Data(), fifoMic: Bool = false, liveMic: Bool = false,
+                      journal: Bool = false, environment extra: [String: String] = [:]) async throws -> DaemonHarness {
         let dir = try Package.temporaryDirectory("sat")
         try mic.write(to: dir.appendingPathComponent("mic.raw"))
         // "testmic" and "testspeaker" in the config mean this daemon's own files on the paced test card.
         let alsa = try ALSAFixture.shared()
-        let room = fifoMic ? try MicFeeder(path: dir.path + "/mic.fifo") : nil
+        let room = fifoMic || liveMic ? try MicFeeder(path: dir.path + "/mic.fifo", live: liveMic) : nil
         var config = config
         if case .object(var fields) = config, case .object(var audio)? = fields["audio"] {
             if audio["input"] == "testmic" { audio["input"] = .string(alsa.microphone(infile: room?.path ?? dir.path + "/mic.raw")) }
             if audio["output"] == "testspeaker" { audio["output"] = .string(alsa.speaker(file: dir.path + "/played.raw")) }
+            if audio["output"] == "testspeakerlog" { audio["output"] = .string(alsa.speakerLog(file: dir.path + "/played.raw")) }
             fields["audio"] = .object(audio)
+            config = .object(fields)
+        }
+        if case .object(var fields) = config {
+            if fields["sounds"] == nil { fields["sounds"] = ["awake": "", "done": "", "error": ""] }
+            if fields["offline"] == nil { fields["offline"] = ["speak": false] }
             config = .object(fields)
         }
         try config.prettyText.write(to: dir.appendingPathComponent("satellite.json"), atomically: true, encoding: .utf8)
@@ -118,6 +130,15 @@ final class DaemonHarness: Sendable {
     var stderr: String { (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? "" }
 
     var isRunning: Bool { process.isRunning }
+
+    var pid: Int32 { process.processIdentifier }
+
+    /// The files the daemon holds open now, from /proc (a device it released is not among them).
+    var openFiles: [String] {
+        let folder = "/proc/\(pid)/fd"
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        return entries.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "\(folder)/\($0)") }
+    }
 
     /// Kills the daemon with SIGKILL (no chance to tidy up) and awaits its end.
     func kill9() async {

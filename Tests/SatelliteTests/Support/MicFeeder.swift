@@ -3,7 +3,9 @@
 // test drops speech when it chooses. Easy to get wrong: a blocking open or write
 // on a FIFO must never hold the cooperative pool (two threads here), and the
 // daemon closes and reopens the microphone, so the FIFO is held read-write and
-// non-blocking, and the lead is measured by what is still in the pipe.
+// non-blocking, and the lead is measured by what is still in the pipe. A `live`
+// room goes on at real time whether or not the microphone is open: what is
+// said while nobody reads is gone, as it would be in a real room.
 import Foundation
 import Glibc
 import Synchronization
@@ -12,6 +14,7 @@ final class MicFeeder: Sendable {
     let path: String
     private let state = Mutex(State())
     private let fd: Int32
+    private let live: Bool
 
     private struct State {
         var queue: [UInt8] = []
@@ -21,8 +24,9 @@ final class MicFeeder: Sendable {
     /// How much the pipe holds ahead of the reader: 200 ms of 16 kHz s16le.
     static let lead = 6400
 
-    init(path: String) throws {
+    init(path: String, live: Bool = false) throws {
         self.path = path
+        self.live = live
         guard mkfifo(path, 0o600) == 0 else { throw TestFailure("mkfifo \(path): \(String(cString: strerror(errno)))") }
         // Read-write: never blocks on open, and a reader that goes away is no EPIPE.
         fd = open(path, O_RDWR | O_NONBLOCK)
@@ -43,6 +47,7 @@ final class MicFeeder: Sendable {
     }
 
     private func pump() {
+        if live { return pumpLive() }
         let silence = [UInt8](repeating: 0, count: 640)
         defer { close(fd) }
         while !state.withLock({ $0.stopped }) {
@@ -63,6 +68,31 @@ final class MicFeeder: Sendable {
                 continue
             }
             if !speech.isEmpty { state.withLock { $0.queue.removeFirst(written) } }
+        }
+    }
+
+    /// 20 ms of the room every 20 ms of wall time, into the pipe while it holds less than the
+    /// lead, and dropped when it does not (nobody is listening).
+    private func pumpLive() {
+        let silence = [UInt8](repeating: 0, count: 640)
+        defer { close(fd) }
+        var next = ContinuousClock.now
+        while !state.withLock({ $0.stopped }) {
+            let speech: [UInt8] = state.withLock { s in
+                let n = min(640, s.queue.count)
+                defer { s.queue.removeFirst(n) }
+                return Array(s.queue[..<n])
+            }
+            var chunk = silence
+            chunk.replaceSubrange(0..<speech.count, with: speech)
+            var queued: Int32 = 0
+            _ = ioctl(fd, UInt(FIONREAD), &queued)
+            if Int(queued) < Self.lead {
+                _ = chunk.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            }
+            next += .milliseconds(20)
+            let wait = next - ContinuousClock.now
+            if wait > .zero { usleep(UInt32(wait.components.attoseconds / 1_000_000_000_000)) }
         }
     }
 }

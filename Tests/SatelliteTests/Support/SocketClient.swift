@@ -45,7 +45,9 @@ final class SocketClient: Sendable {
         }
     }
 
-    func request(_ command: ControlCommand, id: String) { send(ControlProtocol.encode(command, id: .string(id)) + "\n") }
+    func request(_ command: ControlCommand, id: String, callback: CallbackURL? = nil, wait: Bool = true) {
+        send(ControlProtocol.encode(command, id: .string(id), callback: callback, wait: wait) + "\n")
+    }
 
     /// Starts a watch and returns once the daemon is streaming (its first line, the status, has come).
     @discardableResult
@@ -71,6 +73,18 @@ final class SocketClient: Sendable {
     }
 
     func closeWriting() { shutdown(fd, Int32(SHUT_WR)) }
+
+    /// Goes away as a caller that quits does: the daemon reads the end, and its writes fail.
+    func disconnect() { shutdown(fd, Int32(SHUT_RDWR)) }
+
+    /// Every line that parses from now until the daemon closes the connection.
+    func rest() async -> [JSONValue] {
+        var values: [JSONValue] = []
+        for await line in lines {
+            if let value = try? JSONValue.parse(line) { values.append(value) }
+        }
+        return values
+    }
 
     deinit { close(fd) }
 }

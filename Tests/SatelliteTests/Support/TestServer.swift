@@ -83,6 +83,13 @@ final class TestServer: Sendable {
 
     /// Every request the server received, oldest first.
     func requests() async throws -> [JSONValue] { try await call("GET", "/_test/log")["requests"]?.arrayValue ?? [] }
+    /// Every request the callback sink (`/_test/callback`) received, oldest first.
+    func callbacks() async throws -> [JSONValue] { try await call("GET", "/_test/log")["callbacks"]?.arrayValue ?? [] }
+    /// The callback sink's URL, with `query` (such as `?ctx=abc`) after it.
+    func callbackURL(_ query: String = "") -> CallbackURL {
+        guard case .success(let callback) = CallbackURL.parse(self.url + "/_test/callback" + query) else { fatalError("bad query \(query)") }
+        return callback
+    }
     func socketLog() async throws -> [JSONValue] { try await call("GET", "/_test/log")["socket"]?.arrayValue ?? [] }
     /// Drops every connection, closes the port for `restartDownMs`, and listens again (500 ms from now).
     func restart() async throws { _ = try await call("POST", "/_test/restart", [:]) }
