@@ -1,11 +1,37 @@
 // What parlourctl reads from the person rather than the command line: a secret
-// on standard input (a pairing link, a token), and a yes or no on the terminal.
+// on standard input (a pairing link, a token), a yes or no on the terminal, and
+// setup's answers (a token typed there without echo).
 // Easy to get wrong: the question must go to the terminal itself (/dev/tty),
 // because standard input may be the link, and with no terminal nobody can say
 // yes, so the answer is "no one asked" rather than a silent no.
 import Foundation
 
+/// The terminal's settings while echo is off, so that Ctrl-C can put echo back.
+nonisolated(unsafe) private var echoing: termios?
+
 enum Input {
+    /// One line of standard input without its newline, nil at its end; with `secret`, what is
+    /// typed is not shown (echo is off until the line ends, and comes back on Ctrl-C).
+    static func line(secret: Bool = false) -> String? {
+        var saved = termios()
+        guard secret, tcgetattr(0, &saved) == 0 else { return readLine(strippingNewline: true) }
+        var quiet = saved
+        quiet.c_lflag &= ~tcflag_t(ECHO)
+        echoing = saved
+        signal(SIGINT) { _ in
+            if var saved = echoing { tcsetattr(0, TCSANOW, &saved) }
+            _exit(130)
+        }
+        // TCSANOW, not TCSAFLUSH: what was typed ahead stays.
+        tcsetattr(0, TCSANOW, &quiet)
+        defer {
+            tcsetattr(0, TCSANOW, &saved)
+            signal(SIGINT, SIG_DFL)
+            echoing = nil
+        }
+        return readLine(strippingNewline: true)
+    }
+
     /// Standard input to its end, trimmed.
     static func readAll() -> String {
         let data = FileHandle.standardInput.readDataToEndOfFile()

@@ -6,11 +6,14 @@ import SatelliteCore
 
 signal(SIGPIPE, SIG_IGN)
 
+let environment = ProcessInfo.processInfo.environment
+let plain = ResultText.prefersPlain(environment: environment)
+
 func finish(_ command: ControlCommand, _ result: ControlResult, json: Bool) -> Never {
-    let text = ResultText.render(command, result, json: json)
+    let text = ResultText.render(command, result, json: json, plain: plain)
     FileHandle.standardOutput.write(Data(text.out.utf8))
     FileHandle.standardError.write(Data(text.err.utf8))
-    exit(result.exitCode)
+    exit(ResultText.exitCode(command, result))
 }
 
 /// Sends `command` and prints its one result. With `callback`, the daemon also sends the
@@ -57,7 +60,6 @@ func pinnedServer(socket: String) -> String {
     return "the pinned server"
 }
 
-let environment = ProcessInfo.processInfo.environment
 switch ParlourctlCommandLine.parse(Array(CommandLine.arguments.dropFirst())) {
 case .failure(let usage):
     FileHandle.standardError.write(Data((usage.description + "\n").utf8))
@@ -122,5 +124,7 @@ case .success(let invocation):
             }
         }
         run(command, json: invocation.json, socket: socket)
+    case .setup:
+        SetupSession.run(socket: socket, json: invocation.json, plain: plain)
     }
 }

@@ -30,11 +30,14 @@ public final class ALSACaptureDevice: @unchecked Sendable {
     private let stopping = Atomic<Bool>(false)
     private let overrunCount = Atomic<Int>(0)
     private let life = Mutex(Life())
+    /// Listeners in (`copies()`): each gets every chunk the consumer gets.
+    private let listeners = Mutex<[Int: AsyncStream<CaptureChunk>.Continuation]>([:])
 
     private struct Life {
         var started = false
         var closed = false
         var waiters: [CheckedContinuation<Void, Never>] = []
+        var nextListener = 0
     }
 
     private init(device: String, rate: Int, channels: Int, pcm: ALSAPCM) {
@@ -119,12 +122,35 @@ public final class ALSACaptureDevice: @unchecked Sendable {
         }
     }
 
+    /// True once the device is closed (stopped, failed, or its consumer left).
+    public var isClosed: Bool { life.withLock { $0.closed } }
+
+    /// A copy of every chunk from now on, for someone who only listens in (doctor, the level
+    /// meter) while the consumer keeps the device; it ends when the device closes.
+    public func copies() -> AsyncStream<CaptureChunk> {
+        let (stream, continuation) = AsyncStream.makeStream(of: CaptureChunk.self, bufferingPolicy: .bufferingNewest(100))
+        let key: Int? = life.withLock { life in
+            guard !life.closed else { return nil }
+            life.nextListener += 1
+            // Under the same lock as `closed`, so a device closing now finishes this copy too.
+            listeners.withLock { $0[life.nextListener] = continuation }
+            return life.nextListener
+        }
+        guard let key else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [weak self] _ in self?.listeners.withLock { _ = $0.removeValue(forKey: key) } }
+        return stream
+    }
+
     private func markClosed() {
         let waiters = life.withLock { life in
             life.closed = true
             defer { life.waiters.removeAll() }
             return life.waiters
         }
+        for listener in listeners.withLock({ l in defer { l.removeAll() }; return Array(l.values) }) { listener.finish() }
         for waiter in waiters { waiter.resume() }
     }
 
@@ -145,6 +171,7 @@ public final class ALSACaptureDevice: @unchecked Sendable {
                 filled += got
                 if filled == periodFrames {
                     if case .dropped = continuation.yield(.samples(chunk)) { overrunCount.add(1, ordering: .relaxed) }
+                    listeners.withLock { for listener in $0.values { listener.yield(.samples(chunk)) } }
                     filled = 0
                 }
                 continue

@@ -59,6 +59,49 @@ public actor AudioCapture {
         await capture.closed()
     }
 
+    /// About `duration` of what the microphone hears, for someone who only listens in (doctor,
+    /// the level meter), without taking it from anyone: while a consumer holds it open, a copy of
+    /// the consumer's chunks; otherwise the device is opened for this alone, and a consumer's
+    /// `open()` takes it over (the stream then ends early). A device that stops giving sound ends
+    /// the stream two seconds after it should have ended; a failure ends it with `.failed`.
+    public func listenIn(for duration: Duration) async throws(ALSAError) -> AsyncStream<CaptureChunk> {
+        let source: AsyncStream<CaptureChunk>
+        var owned: ALSACaptureDevice?
+        if let current, !current.isClosed {
+            source = current.copies()
+        } else {
+            source = try await open()
+            owned = current
+        }
+        let wanted = Int(duration / .milliseconds(1)) * 16
+        let (stream, out) = AsyncStream.makeStream(of: CaptureChunk.self, bufferingPolicy: .bufferingNewest(100))
+        let forward = Task { [weak self] in
+            var got = 0
+            for await chunk in source {
+                out.yield(chunk)
+                guard case .samples(let samples) = chunk else { break }
+                got += samples.count
+                if got >= wanted { break }
+            }
+            out.finish()
+            if let owned { await self?.release(owned) }
+        }
+        let deadline = Task {
+            try? await Task.sleep(for: duration + .seconds(2))
+            forward.cancel()
+        }
+        out.onTermination = { _ in
+            forward.cancel()
+            deadline.cancel()
+        }
+        return stream
+    }
+
+    /// Closes `device` if it is still the one open (a listener in is done with it).
+    private func release(_ device: ALSACaptureDevice) async {
+        if current === device { await close() }
+    }
+
     /// Opens and closes the device once, to learn whether it works (at start, for status).
     /// While the microphone is open it is known to work and is not opened twice.
     @discardableResult

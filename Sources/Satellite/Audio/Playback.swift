@@ -146,15 +146,20 @@ public actor Playback {
     /// Opens and closes the speaker once, to learn whether it works (at start, for status).
     @discardableResult
     public func probe() -> DeviceHealth {
-        if current?.isDone ?? true {
-            do {
-                try ALSAPlaybackDevice.open(device: device, rate: 16000, channels: 1).close()
-                watch.works()
-            } catch {
-                failed(error)
-            }
-        }
+        try? tryOpen()
         return watch.health
+    }
+
+    /// `probe`, saying why the speaker cannot be opened (for doctor). While it plays it is known to work.
+    public func tryOpen() throws(ALSAError) {
+        guard current?.isDone ?? true else { return }
+        do {
+            try ALSAPlaybackDevice.open(device: device, rate: 16000, channels: 1).close()
+            watch.works()
+        } catch {
+            failed(error)
+            throw error
+        }
     }
 
     /// Answers the watchdog: the actor is not stuck.

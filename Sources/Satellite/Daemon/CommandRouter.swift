@@ -19,11 +19,15 @@ public final class CommandRouter: ControlHandler {
     private let board: StatusBoard
     private let bus: EventBus
     private let callbacks: CallbackSender
+    private let doctor: Doctor
+    private let capture: AudioCapture
+    private let keeper: StateKeeper
     private struct Watch { let task: Task<Void, Never>; let id: JSONValue; let connection: ControlConnection }
     private let watches = Mutex<[ObjectIdentifier: Watch]>([:])
 
     public init(conversation: Conversation, chooser: ServerChooser, admin: ServerAdmin, settings: SettingsKeeper,
-                volume: SpeakerVolume, board: StatusBoard, bus: EventBus, callbacks: CallbackSender) {
+                volume: SpeakerVolume, board: StatusBoard, bus: EventBus, callbacks: CallbackSender, doctor: Doctor,
+                capture: AudioCapture, keeper: StateKeeper) {
         self.conversation = conversation
         self.chooser = chooser
         self.admin = admin
@@ -32,6 +36,9 @@ public final class CommandRouter: ControlHandler {
         self.board = board
         self.bus = bus
         self.callbacks = callbacks
+        self.doctor = doctor
+        self.capture = capture
+        self.keeper = keeper
     }
 
     public func handle(_ request: ControlRequest, on connection: ControlConnection) async {
@@ -109,6 +116,10 @@ public final class CommandRouter: ControlHandler {
         case .serverRestartAgent:
             result = await admin.restartAgent()
             bus.publish(.finished(command: "server restart-agent", result: result))
+        case .doctor:
+            result = .completed(await doctor.run().json)
+        case .meter(let seconds):
+            result = await meter(seconds, on: connection)
         }
         if request.wait { connection.finish(id: request.id, result) }
         if let ticket { callbacks.deliver(result, for: ticket) }
@@ -150,6 +161,34 @@ public final class CommandRouter: ControlHandler {
         if let watch = watches.withLock({ $0.removeValue(forKey: ObjectIdentifier(connection)) }) {
             await end(watch, .cancelledByUser)
         }
+    }
+
+    /// `meter`: a `level` event every 100 ms for `seconds`, then the levels of the whole stretch.
+    /// The microphone is listened in on through its actor, so a conversation keeps it.
+    private func meter(_ seconds: Int, on connection: ControlConnection) async -> ControlResult {
+        if board.current.muted || keeper.state == .muted {
+            return .failure(.muted, "The satellite is muted, so the microphone stays closed. Unmute it with parlourctl unmute.")
+        }
+        let chunks: AsyncStream<CaptureChunk>
+        do {
+            chunks = try await capture.listenIn(for: .seconds(seconds))
+        } catch {
+            return .failure(.microphoneUnavailable, "The microphone \(error.device) cannot be opened: \(error.reason).")
+        }
+        var meter = LevelMeter()
+        for await chunk in chunks {
+            switch chunk {
+            case .samples(let samples):
+                for level in meter.add(samples) {
+                    guard case .object(var fields) = LevelMeter.event(level) else { continue }
+                    fields["v"] = .number(Double(ControlProtocol.version))
+                    connection.send(JSONValue.object(fields).text)
+                }
+            case .failed(let error):
+                return .failure(.microphoneUnavailable, "The microphone \(error.device) failed while listening: \(error.reason).")
+            }
+        }
+        return .completed(meter.result)
     }
 
     private func startWatch(_ id: JSONValue, on connection: ControlConnection) {

@@ -62,13 +62,13 @@ public final class Daemon: Sendable {
         }
         let serverURL = config.server.url.isEmpty ? nil : config.server.url
         // A kill in the middle of a write leaves a temporary beside the file (the token, perhaps).
-        for file in ["token", "pin.json"] {
+        for file in ["token", "pin.json", "doctor"] {
             AtomicFile.removeLeftovers(of: (paths.stateDirectory as NSString).appendingPathComponent(file))
         }
         let pin = ServerPin(stateDirectory: paths.stateDirectory, configuredURL: serverURL, bus: bus)
         let discovery = Discovery(bus: bus)
-        let link = Link(tokens: TokenStore(stateDirectory: paths.stateDirectory, environment: environment),
-                        http: HTTPClient(bus: bus), bus: bus, keeper: keeper, retryMs: config.server.retryMs)
+        let tokens = TokenStore(stateDirectory: paths.stateDirectory, environment: environment)
+        let link = Link(tokens: tokens, http: HTTPClient(bus: bus), bus: bus, keeper: keeper, retryMs: config.server.retryMs)
         let chooser = ServerChooser(pin: pin, discovery: discovery, link: link, bus: bus,
                                     stateDirectory: paths.stateDirectory, retryMs: config.server.retryMs)
         var stream: ListenStream?
@@ -86,8 +86,11 @@ public final class Daemon: Sendable {
                                       conversation: conversation, stream: stream, capture: capture, keeper: keeper, bus: bus)
         let volume = SpeakerVolume(output: config.audio.output, mixer: config.audio.mixer, mixerCard: config.audio.mixerCard)
         let callbacks = CallbackSender(bus: bus)
+        let doctor = Doctor(parts: .init(capture: capture, playback: playback, discovery: discovery, pin: pin, link: link,
+                                         tokens: tokens, keeper: keeper, board: board), paths: paths)
         let router = CommandRouter(conversation: conversation, chooser: chooser, admin: ServerAdmin(link: link), settings: settings,
-                                   volume: volume, board: board, bus: bus, callbacks: callbacks)
+                                   volume: volume, board: board, bus: bus, callbacks: callbacks, doctor: doctor, capture: capture,
+                                   keeper: keeper)
 
         let server = try ControlServer(path: paths.socket, handler: router)
         let journalTask = Task { await journal.run(journalEvents, room: room) }

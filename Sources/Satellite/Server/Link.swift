@@ -167,21 +167,31 @@ public actor Link {
         }
     }
 
-    private func check() async {
-        guard let client = try? client() else { return }
+    /// Checks the server in use now (/health, then /v1/models with the token) and learns from it,
+    /// as the check loop does: nil when both passed, else what failed (`no_server` when there is none).
+    @discardableResult
+    public func check() async -> SatelliteError? {
+        let client: ParlourClient
+        do {
+            client = try self.client()
+        } catch {
+            return error
+        }
         let url = client.baseURL
         do {
             _ = try await client.health()
         } catch {
             learn(reachable: false, tokenAccepted: health.tokenAccepted, about: url)
-            return
+            return error
         }
         do {
             try await client.models()
             learn(reachable: true, tokenAccepted: true, about: url)
+            return nil
         } catch {
             learn(reachable: error.code != .serverUnreachable,
                   tokenAccepted: error.code == .tokenRefused ? false : health.tokenAccepted, about: url)
+            return error
         }
     }
 

@@ -3,6 +3,7 @@
 // `parlourctl token set` or a new pairing takes effect without a restart. The
 // token is handed only to the Link, which sends it only to the server in use.
 import Foundation
+import SatelliteCore
 
 /// Where the token is read from.
 public struct TokenStore: Sendable {
@@ -17,14 +18,20 @@ public struct TokenStore: Sendable {
     }
 
     /// The token in force, or nil when there is none.
-    public func read() -> String? {
-        for path in [credentialsFile, stateFile].compactMap({ $0 }) {
+    public func read() -> String? { find()?.token }
+
+    /// Where the token in force comes from (for doctor), or nil when there is none.
+    public func source() -> TokenSource? { find()?.source }
+
+    private func find() -> (token: String, source: TokenSource)? {
+        let files = [credentialsFile.map { ($0, "the systemd credential") }, (stateFile, "the state folder")].compactMap { $0 }
+        for (path, origin) in files {
             if let data = FileManager.default.contents(atPath: path),
                let token = TokenStore.clean(String(decoding: data, as: UTF8.self)) {
-                return token
+                return (token, .file(path: path, origin: origin))
             }
         }
-        return environmentToken.flatMap(TokenStore.clean)
+        return environmentToken.flatMap(TokenStore.clean).map { ($0, .environment(name: "PARLOUR_TOKEN")) }
     }
 
     /// The token alone: a trailing newline (or any surrounding white space) is not part of it.

@@ -75,6 +75,20 @@ public enum AtomicFile {
         }
     }
 
+    /// Whether a state file could be written in `folder` now: creates a temporary file there the way
+    /// `write` does (its name is `.doctor.<random>.tmp`, which `removeLeftovers(of: "<folder>/doctor")`
+    /// clears after a kill) and removes it again. The folder is made (0700) if it is missing.
+    public static func checkWritable(_ folder: String) throws(Failure) {
+        try makeFolder(folder, mode: 0o700)
+        let (fd, temporary) = try createTemporary(beside: (folder as NSString).appendingPathComponent("doctor"), mode: 0o600)
+        close(fd)
+        do {
+            try POSIX.call("unlink") { unlink(temporary) }
+        } catch {
+            throw Failure(path: temporary, failure: error)
+        }
+    }
+
     /// Creates `folder` and any parents it lacks, with `mode` (less the umask) for the new ones.
     public static func makeFolder(_ folder: String, mode: mode_t) throws(Failure) {
         var path = folder.hasPrefix("/") ? "" : "."

@@ -21,6 +21,8 @@ public struct ParlourctlInvocation: Sendable, Equatable {
         case setTokenFromInput
         /// Ask on the terminal before stopping a model server (unless `yes`), then send `server stop`.
         case stopService(name: String, yes: Bool)
+        /// Walk through setup on the terminal (SetupFlow), sending a request at each step.
+        case setup
     }
 
     public var action: Action
@@ -51,6 +53,20 @@ public enum ParlourctlCommandLine {
     /// Every command, in the order help lists them.
     static let commands: [CommandSpec] = [
         CommandSpec(name: "status", abstract: "Print the state of the satellite and its server.") { _ in .run(.status) },
+        CommandSpec(name: "setup", abstract: "Walk through setting the satellite up, step by step.",
+                    discussion: """
+                        Four steps, as in the Parlour app: Connect (pair with a server), Voice
+                        (watch the microphone hear you, and choose the room), Extras, and Finish
+                        (what was set). Run it again any time: Enter keeps what is set. It needs
+                        a terminal; without one, use parlourctl pair - and parlourctl room NAME.
+                        """) { _ in .setup },
+        CommandSpec(name: "doctor", abstract: "Check what the satellite needs, and how to fix it.",
+                    discussion: """
+                        Checks, in this order: microphone, speaker, audio_group, avahi,
+                        server_seen, server_pinned, token, clock, state_folder, socket. Each is
+                        ok, warn or fail, with what was found and the command that fixes it.
+                        Exits 1 when any check failed, else 0.
+                        """) { _ in .run(.doctor) },
         CommandSpec(name: "watch", abstract: "Print events as they happen until interrupted.",
                     discussion: "With --json, each event is one JSON object on a line of its own.") { _ in .run(.watch) },
         CommandSpec(name: "listen", abstract: "Listen now and print what was heard and the reply.",

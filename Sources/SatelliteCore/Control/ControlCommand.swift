@@ -47,6 +47,10 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
     case serverLogs(service: String, lines: Int?)
     /// Restarts the server's agent.
     case serverRestartAgent
+    /// Runs every check of `parlourctl doctor`.
+    case doctor
+    /// Listens in on the microphone for `seconds`, sending a `level` event every 100 ms (for setup's meter).
+    case meter(seconds: Int)
 
     /// The name alone: the arguments of `pair` and `token set` are secrets.
     public var description: String { name }
@@ -76,6 +80,8 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
         case .serverDoctor: "server doctor"
         case .serverLogs: "server logs"
         case .serverRestartAgent: "server restart-agent"
+        case .doctor: "doctor"
+        case .meter: "meter"
         }
     }
 
@@ -83,7 +89,7 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
                                "servers", "pair", "use", "unpin", "token set", "token clear",
                                "room", "mute", "unmute", "volume",
                                "server status", "server start", "server stop", "server restart", "server pipeline",
-                               "server doctor", "server logs", "server restart-agent"]
+                               "server doctor", "server logs", "server restart-agent", "doctor", "meter"]
 
     /// Whether only those allowed to control the satellite may send the command: root, the
     /// daemon's own user and the members of group `parlour` (AccessPolicy). That is every command
@@ -98,6 +104,8 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
         case .volume(let percent): percent != nil
         case .listen, .end, .cancel, .ask, .pair, .use, .unpin, .tokenSet, .tokenClear, .roomReset, .mute, .unmute: true
         case .serverStatus, .serverService, .serverPipeline, .serverDoctor, .serverLogs, .serverRestartAgent: true
+        // doctor asks the server with the token, and both listen to the room.
+        case .doctor, .meter: true
         }
     }
 
@@ -117,6 +125,7 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
             var fields: [String: JSONValue] = ["service": .string(service)]
             if let lines { fields["lines"] = .number(Double(lines)) }
             return fields
+        case .meter(let seconds): return ["seconds": .number(Double(seconds))]
         default: return [:]
         }
     }
@@ -182,6 +191,16 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
             case let lines?:
                 guard let count = lines.intValue, count >= 1 else { return bad("\"lines\" must be a whole number of at least 1, not \(lines.text).") }
                 return .success(.serverLogs(service: service, lines: count))
+            }
+        case "doctor": return .success(.doctor)
+        case "meter":
+            switch fields["seconds"] {
+            case nil, .null?: return .success(.meter(seconds: 5))
+            case let value?:
+                guard let seconds = value.intValue, (1...30).contains(seconds) else {
+                    return bad("\"seconds\" must be a whole number from 1 to 30, not \(value.text).")
+                }
+                return .success(.meter(seconds: seconds))
             }
         case "pair":
             guard let link = nonEmpty("link") else { return bad("pair needs \"link\", the parlour://pair?... link as a string.") }

@@ -4,17 +4,34 @@ import Foundation
 
 /// parlourctl's rendering of one result.
 public enum ResultText {
-    /// The text for standard output and for standard error (either may be empty).
-    public static func render(_ command: ControlCommand, _ result: ControlResult, json: Bool) -> (out: String, err: String) {
+    /// The text for standard output and for standard error (either may be empty). `plain` asks for
+    /// ASCII marks, for a terminal that may not show UTF-8.
+    public static func render(_ command: ControlCommand, _ result: ControlResult, json: Bool,
+                              plain: Bool = false) -> (out: String, err: String) {
         if json { return (result.json.text + "\n", "") }
         switch result {
         case .error(let e): return ("", "Error: \(e.message)\n")
         case .cancelled(let reason): return ("", "Cancelled: \(reason.sentence)\n")
-        case .completed(let response): return (completed(command, response), "")
+        case .completed(let response): return (completed(command, response, plain: plain), "")
         }
     }
 
-    static func completed(_ command: ControlCommand, _ r: JSONValue) -> String {
+    /// Whether to print ASCII marks rather than ✓ and ✗: unless the locale (LC_ALL, else
+    /// LC_CTYPE, else LANG) names UTF-8.
+    public static func prefersPlain(environment: [String: String]) -> Bool {
+        let locale = ["LC_ALL", "LC_CTYPE", "LANG"].lazy.compactMap { environment[$0] }.first { !$0.isEmpty } ?? ""
+        let lowered = locale.lowercased()
+        return !(lowered.contains("utf-8") || lowered.contains("utf8"))
+    }
+
+    /// parlourctl's exit code: the result's (INTERFACE.md), except that a completed `doctor`
+    /// exits 1 when any check failed.
+    public static func exitCode(_ command: ControlCommand, _ result: ControlResult) -> Int32 {
+        if command == .doctor, case .completed(let response) = result { return DoctorReport(json: response).exitCode }
+        return result.exitCode
+    }
+
+    static func completed(_ command: ControlCommand, _ r: JSONValue, plain: Bool = false) -> String {
         // `--no-wait`: the daemon took the request, and the callback carries how it ends.
         if r["accepted"]?.boolValue == true {
             return "Accepted: the satellite will call the callback URL when the request ends.\n"
@@ -70,6 +87,8 @@ public enum ResultText {
             return lines.isEmpty ? "The \(r["service"]?.stringValue ?? "") log is empty.\n" : lines.joined(separator: "\n") + "\n"
         case .serverRestartAgent:
             return "The server's agent is restarting; the house stops answering for a few seconds.\n"
+        case .doctor: return DoctorReport(json: r).text(plain: plain)
+        case .meter: return LevelMeter.summary(r) + "\n"
         }
     }
 
