@@ -10,6 +10,8 @@ import Glibc
 import Satellite
 import SatelliteCore
 
+// Before any thread starts, so that every thread inherits the mask (Signals).
+Signals.block([SIGTERM, SIGINT])
 let environment = ProcessInfo.processInfo.environment
 let journal = Journal(environment: environment)
 

@@ -305,6 +305,16 @@ struct SuggestionTests {
     func tooFar() {
         #expect(Suggestion.closest(to: "microphone", among: ["input", "output"]) == nil)
     }
+
+    /// A 64 KiB unknown key once cost a full edit-distance table against every known name;
+    /// names whose lengths differ by more than the distance are now skipped without one.
+    @Test("a length two apart is still a typo, three apart or a 64 KiB key is not")
+    func lengthBound() {
+        #expect(Suggestion.closest(to: "inputxx", among: ["input"]) == "input")
+        #expect(Suggestion.closest(to: "INPU", among: ["input"]) == "input")
+        #expect(Suggestion.closest(to: "inputxxx", among: ["input"]) == nil)
+        #expect(Suggestion.closest(to: "input" + String(repeating: "x", count: 65_000), among: ["input"]) == nil)
+    }
 }
 
 @Suite("config: hooks, sounds and the offline voice")

@@ -1,43 +1,68 @@
-// SIGTERM and SIGINT as an AsyncStream. The signals are blocked from their
-// default action and registered before anything else starts, so an early
-// SIGTERM from systemd is not missed. SIGPIPE is ignored: a client that goes
-// away while the daemon writes to it is an error on that write, not a death.
+// SIGTERM and SIGINT as an AsyncStream. A plain handler writes the signal's
+// number to a pipe and one thread reads it: a handler works whichever thread
+// the kernel picks, where a signal ignored in one thread and waited for in
+// another can be discarded (the main thread's mask is not ours to keep: the
+// runtime clears it). main.swift blocks the signals before anything starts, so
+// one that comes before the handler is in place stays pending, not fatal.
+// SIGPIPE is ignored: a client that goes away while the daemon writes to it is
+// an error on that write, not a death.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
 import Glibc
-import Dispatch
 
 public enum Signals {
+    /// The pipe's write end, set once before any handler is installed; the handler only reads it.
+    nonisolated(unsafe) private static var writeEnd: Int32 = -1
+
+    /// Blocks `numbers` in the calling thread, and in every thread it starts later. Call first thing in main.
+    public static func block(_ numbers: [Int32]) {
+        var set = sigset(numbers)
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+    }
+
+    /// Each of `numbers` as it arrives. Call once.
     public static func watch(_ numbers: [Int32]) -> AsyncStream<Int32> {
         signal(SIGPIPE, SIG_IGN)
-        let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
-        var sources: [DispatchSourceSignal] = []
-        for number in numbers {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { continuation.yield(number) }
-            source.resume()
-            sources.append(source)
+        var ends: [Int32] = [-1, -1]
+        // Non-blocking, so a handler can never hang on a full pipe.
+        guard pipe(&ends) == 0 else { preconditionFailure("pipe: \(errno)") }
+        for end in ends {
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(end, F_SETFL, O_NONBLOCK)
         }
-        // A parent may have started us with these signals blocked (Foundation's Process
-        // passes on the spawning thread's mask); unblock them or SIGTERM would never arrive.
-        var unblock = sigset_t()
-        sigemptyset(&unblock)
-        for number in numbers { sigaddset(&unblock, number) }
-        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
-        let keep = SourceHolder(sources)
-        continuation.onTermination = { _ in keep.cancel() }
+        writeEnd = ends[1]
+        let readEnd = ends[0]
+        for number in numbers {
+            signal(number) { received in
+                var byte = UInt8(truncatingIfNeeded: received)
+                _ = write(Signals.writeEnd, &byte, 1)  // write(2) is async-signal-safe
+            }
+        }
+        var set = sigset(numbers)
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
+        let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
+        SystemThread.start(name: "signals") {
+            var poll = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
+            while true {
+                var byte: UInt8 = 0
+                let count = read(readEnd, &byte, 1)
+                if count == 1 {
+                    if case .terminated = continuation.yield(Int32(byte)) { return }
+                } else if count < 0, errno == EAGAIN {
+                    _ = Glibc.poll(&poll, 1, -1)
+                }
+            }
+        }
         return stream
     }
 
-    /// Keeps the dispatch sources alive as long as the stream is.
-    private final class SourceHolder: @unchecked Sendable {
-        // Only touched at creation and on termination, never at the same time.
-        private let sources: [DispatchSourceSignal]
-        init(_ sources: [DispatchSourceSignal]) { self.sources = sources }
-        func cancel() { sources.forEach { $0.cancel() } }
+    private static func sigset(_ numbers: [Int32]) -> sigset_t {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for number in numbers { sigaddset(&set, number) }
+        return set
     }
 }

@@ -7,9 +7,15 @@ enum Suggestion {
     /// The candidate nearest to `word` (case is ignored), when it is at most `distance` edits away.
     /// Ties go to the earlier candidate, so the table order decides.
     static func closest(to word: String, among candidates: [String], within distance: Int = 2) -> String? {
+        let word = word.lowercased()
+        let length = word.count
         var best: (name: String, distance: Int)?
         for candidate in candidates {
-            let d = editDistance(word.lowercased(), candidate.lowercased())
+            let other = candidate.lowercased()
+            // Lengths further apart than `distance` need more edits than that: skip the quadratic
+            // work, which for a 64 KiB key in a broken config file took a tenth of a second a name.
+            guard abs(other.count - length) <= distance else { continue }
+            let d = editDistance(word, other)
             if d <= distance, d < (best?.distance ?? Int.max) { best = (candidate, d) }
         }
         return best?.name

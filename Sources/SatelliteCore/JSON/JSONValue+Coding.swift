@@ -13,8 +13,16 @@ public struct JSONParseError: Error, Equatable, CustomStringConvertible {
 }
 
 extension JSONValue {
-    /// Parses UTF-8 JSON text. Any top-level value is accepted.
+    /// The deepest nesting of arrays and objects `parse` accepts. Decoding recurses once a level,
+    /// and a control connection's reader thread has a 256 KiB stack, which about 150 levels
+    /// overflowed: a 300-byte request crashed the daemon. No document the satellite reads comes near.
+    static let maxDepth = 32
+
+    /// Parses UTF-8 JSON text. Any top-level value is accepted, nested at most `maxDepth` deep.
     public static func parse(_ data: Data) throws(JSONParseError) -> JSONValue {
+        guard !nestsDeeperThanLimit(data) else {
+            throw JSONParseError(description: "it nests arrays and objects more than \(maxDepth) deep")
+        }
         do {
             return try JSONDecoder().decode(JSONValue.self, from: data)
         } catch let DecodingError.dataCorrupted(context) {
@@ -26,6 +34,35 @@ extension JSONValue {
 
     public static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
         try parse(Data(text.utf8))
+    }
+
+    /// Whether brackets and braces outside strings open more than `maxDepth` levels. One pass and no
+    /// recursion; whether the text is JSON at all is left to the decoder.
+    static func nestsDeeperThanLimit(_ data: Data) -> Bool {
+        var depth = 0
+        var inString = false
+        var escaped = false
+        for byte in data {
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""): inString = true
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
+                depth += 1
+                if depth > maxDepth { return true }
+            case UInt8(ascii: "]"), UInt8(ascii: "}"): depth -= 1
+            default: break
+            }
+        }
+        return false
     }
 
     /// Compact JSON text with sorted keys.
