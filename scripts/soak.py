@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -125,12 +126,30 @@ class Soak(Bench):
     def unplug(self):
         os.close(self.reader)
 
-    def log_url(self):
-        return f"http://127.0.0.1:{self.port}/_test/log"
+    def test_route(self, path, body=None, wait=10.0):
+        """A call to the test server's /_test routes (GET, or POST with `body`), tried again while
+        its port is closed: its simulated restart (used below) closes it for a moment."""
+        until = time.monotonic() + wait
+        while True:
+            request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", method="POST" if body is not None else "GET",
+                                             data=json.dumps(body).encode() if body is not None else None)
+            try:
+                with urllib.request.urlopen(request, timeout=5) as answer:
+                    return json.load(answer)
+            except ConnectionRefusedError:
+                pass
+            except urllib.error.URLError as error:
+                if not isinstance(error.reason, ConnectionRefusedError):
+                    raise
+            if time.monotonic() > until:
+                raise BenchError(f"The test server on port {self.port} did not answer {path} within {wait:g} s.")
+            time.sleep(0.05)
+
+    def binary_messages(self):
+        return sum(1 for e in self.test_route("/_test/log")["socket"] if e.get("dir") == "in" and e.get("kind") == "binary")
 
     def audio_arrived(self):
-        with urllib.request.urlopen(self.log_url(), timeout=5) as answer:
-            return any(e.get("dir") == "in" and e.get("kind") == "binary" for e in json.load(answer)["socket"])
+        return self.binary_messages() > 0
 
     # -------------------------------------------------------------- daemons
 
@@ -218,9 +237,7 @@ class Soak(Bench):
         return False
 
     def knob(self, **patch):
-        post = urllib.request.Request(f"http://127.0.0.1:{self.port}/_test/knobs", method="POST",
-                                      data=json.dumps(patch).encode())
-        urllib.request.urlopen(post, timeout=5).close()
+        self.test_route("/_test/knobs", patch)
 
     def control_abuse(self, daemon):
         """--malformed bad requests over many connections, and --clients clients at once,
@@ -318,13 +335,10 @@ class Soak(Bench):
 
     def await_fresh_audio(self, daemon, timeout):
         """Audio the server received after this call (the log grows)."""
-        def count():
-            with urllib.request.urlopen(self.log_url(), timeout=5) as answer:
-                return sum(1 for e in json.load(answer)["socket"] if e.get("dir") == "in" and e.get("kind") == "binary")
-        before = count()
+        before = self.binary_messages()
         until = time.monotonic() + timeout
         while time.monotonic() < until:
-            if count() > before:
+            if self.binary_messages() > before:
                 return True
             if daemon.poll() is not None:
                 return False
@@ -378,13 +392,11 @@ class Soak(Bench):
         """Drops the server's connections (its simulated restart) and waits for the daemon to connect again."""
         text = "Connected to the server's /listen."
         connected = self.log(daemon).count(text)
-        post = urllib.request.Request(f"http://127.0.0.1:{self.port}/_test/restart", method="POST", data=b"{}")
-        urllib.request.urlopen(post, timeout=5).close()
+        self.test_route("/_test/restart", {})
         self.await_text(daemon, text, connected + 1, 20)
 
     def reset_knobs(self, knobs):
-        post = urllib.request.Request(f"http://127.0.0.1:{self.port}/_test/reset", method="POST", data=b"{}")
-        urllib.request.urlopen(post, timeout=5).close()
+        self.test_route("/_test/reset", {})
         if knobs:
             self.knob(**knobs)
 
