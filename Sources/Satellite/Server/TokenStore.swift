@@ -11,14 +11,13 @@ import SatelliteCore
 
 /// Where the token is read from.
 public struct TokenStore: Sendable {
-    public let credentialsFile: String?
-    public let stateFile: String
-    public let environmentToken: String?
+    /// In INTERFACE.md's order, named once in SatellitePaths.
+    private let candidates: [TokenSource]
+    private let environment: [String: String]
 
     public init(stateDirectory: String, environment: [String: String]) {
-        credentialsFile = environment["CREDENTIALS_DIRECTORY"].map { $0 + "/token" }
-        stateFile = stateDirectory + "/token"
-        environmentToken = environment["PARLOUR_TOKEN"]
+        candidates = SatellitePaths.tokenCandidates(stateDirectory: stateDirectory, environment: environment)
+        self.environment = environment
     }
 
     /// The token in force, or nil when there is none.
@@ -28,14 +27,15 @@ public struct TokenStore: Sendable {
     public func source() -> TokenSource? { find()?.source }
 
     private func find() -> (token: String, source: TokenSource)? {
-        let files = [credentialsFile.map { ($0, "the systemd credential") }, (stateFile, "the state folder")].compactMap { $0 }
-        for (path, origin) in files {
-            if let data = FileManager.default.contents(atPath: path),
-               let token = TokenStore.clean(String(decoding: data, as: UTF8.self)) {
-                return (token, .file(path: path, origin: origin))
+        for source in candidates {
+            let text: String?
+            switch source {
+            case .file(let path, _): text = FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) }
+            case .environment(let name): text = environment[name]
             }
+            if let token = text.flatMap(TokenStore.clean) { return (token, source) }
         }
-        return environmentToken.flatMap(TokenStore.clean).map { ($0, .environment(name: "PARLOUR_TOKEN")) }
+        return nil
     }
 
     /// The token alone: a trailing newline (or any surrounding white space) is not part of it.
