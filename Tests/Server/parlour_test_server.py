@@ -26,6 +26,7 @@ import json
 import math
 import re
 import signal
+import ssl
 import struct
 import sys
 import time
@@ -111,7 +112,11 @@ DEFAULT_KNOBS: dict[str, Any] = {
     "restartDownMs": 1000,  # how long a simulated restart leaves the port closed
     "restartDelayMs": 500,  # how long after a restart is scheduled the agent goes down (admin.ts: 500)
     # The callback sink (/_test/callback).
-    "callbackStatuses": [],  # statuses for the next callbacks, one each, in order; then 200
+    "callbackStatuses": [],
+    # A hostile server: every request but /_test/ (HTTP and the /listen upgrade alike) is
+    # answered with this 3xx and a Location of redirectTo + the request's path and query.
+    "redirectStatus": None,
+    "redirectTo": "",  # statuses for the next callbacks, one each, in order; then 200
 }
 
 SERVICE_FIELDS = {"what", "configured", "installed", "running", "pid", "lastExit", "held"}
@@ -133,6 +138,11 @@ def check_knobs(patch: Any) -> str | None:
         return "callbackStatuses must be a list of HTTP statuses (100-599)"
     if "audioFormat" in patch and patch["audioFormat"] not in AUDIO_FORMATS:
         return f"audioFormat must be one of {sorted(AUDIO_FORMATS)}"
+    redirect = patch.get("redirectStatus")
+    if redirect is not None and not (isinstance(redirect, int) and 300 <= redirect <= 399):
+        return "redirectStatus must be a 3xx status (300-399) or null"
+    if not isinstance(patch.get("redirectTo", ""), str):
+        return "redirectTo must be text: the start of the Location (empty: a relative one)"
     services = patch.get("adminServices")
     if services is not None:
         if not isinstance(services, dict) or not all(isinstance(v, dict) for v in services.values()):
@@ -784,8 +794,9 @@ class Listener:
 
 
 class TestServer:
-    def __init__(self, host: str, port: int, token: str | None, name: str, log_path: str | None):
-        self.host, self.port, self.token, self.name = host, port, token, name
+    def __init__(self, host: str, port: int, token: str | None, name: str, log_path: str | None,
+                 tls: ssl.SSLContext | None = None):
+        self.host, self.port, self.token, self.name, self.tls = host, port, token, name, tls
         self.knobs = copy.deepcopy(DEFAULT_KNOBS)
         self.log = Log(log_path, time.monotonic())
         self.callbacks: list[dict[str, Any]] = []
@@ -809,7 +820,7 @@ class TestServer:
         self.port = self.runner.addresses[0][1]
 
     async def listen(self) -> None:
-        self.site = web.TCPSite(self.runner, self.host, self.port, reuse_address=True)
+        self.site = web.TCPSite(self.runner, self.host, self.port, reuse_address=True, ssl_context=self.tls)
         await self.site.start()
 
     def drop_connections(self) -> None:
@@ -876,6 +887,11 @@ class TestServer:
             self.log.write(entry)
 
     async def route(self, request: web.BaseRequest, entry: dict[str, Any]) -> web.StreamResponse:
+        if self.knobs["redirectStatus"]:
+            location = self.knobs["redirectTo"] + request.rel_url.path_qs
+            entry["redirectedTo"] = self.knobs["redirectTo"] + request.path
+            return web.Response(status=self.knobs["redirectStatus"], headers={"Location": location},
+                                text="moved", content_type="text/plain")
         if is_upgrade(request):
             return await self.upgrade(request, entry)
         if not local(request, self.token):
@@ -1310,7 +1326,11 @@ async def serve(args: argparse.Namespace) -> None:
     if not args.token and host != "127.0.0.1":
         print("no --token, so the server is bound to 127.0.0.1 (loopback only)", file=sys.stderr, flush=True)
         host = "127.0.0.1"
-    server = TestServer(host, args.port, args.token or None, args.name, args.log)
+    tls = None
+    if args.cert:
+        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        tls.load_cert_chain(args.cert, args.key)
+    server = TestServer(host, args.port, args.token or None, args.name, args.log, tls)
     if args.knobs:
         knobs = json.loads(args.knobs)
         problem = check_knobs(knobs)
@@ -1337,6 +1357,8 @@ def main() -> None:
     parser.add_argument("--token", help="Require this token; without it, answer loopback only.")
     parser.add_argument("--name", default="Parlour on den", help="The Bonjour instance name this server stands for.")
     parser.add_argument("--knobs", help="Start with these knobs (a JSON object).")
+    parser.add_argument("--cert", help="Serve https and wss with this certificate (PEM); --key is its private key.")
+    parser.add_argument("--key", help="The private key (PEM) of --cert.")
     parser.add_argument("--log", help="Also append every logged request and socket message to this file.")
     # A Swift test starts us through Foundation's Process, which passes on its thread's
     # blocked signals: unblock the two we stop on, or the test would wait forever.

@@ -604,3 +604,51 @@ def test_sigterm_ends_the_server_with_an_open_socket():
     kind, code = run(hold())
     assert kind in (aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR) and code in (None, 1006)
     assert process.wait(timeout=5) == 0
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_redirect_answers_http_and_the_upgrade_with_a_location(port, status):
+    knobs(port, redirectStatus=status, redirectTo="http://elsewhere.example:9")
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request("GET", "/v1/models?x=1", headers={"Authorization": f"Bearer {TOKEN}"})
+        response = connection.getresponse()
+        assert response.status == status
+        assert response.getheader("Location") == "http://elsewhere.example:9/v1/models?x=1"
+    finally:
+        connection.close()
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request("GET", "/listen?client=hall", headers={
+            "Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+            "Sec-WebSocket-Key": base64.b64encode(b"0123456789abcdef").decode()})
+        response = connection.getresponse()
+        assert response.status == status
+        assert response.getheader("Location") == "http://elsewhere.example:9/listen?client=hall"
+    finally:
+        connection.close()
+    assert [entry["redirectedTo"] for entry in server_log(port)["requests"]] == [
+        "http://elsewhere.example:9/v1/models", "http://elsewhere.example:9/listen"]
+
+
+def test_redirect_knobs_are_checked(port):
+    status, _, data = call(port, "POST", "/_test/knobs", {"redirectStatus": 200}, token=None)
+    assert status == 400 and b"3xx" in data
+
+
+def test_tls_serves_https_with_the_given_certificate(tmp_path):
+    import ssl
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=den.local"],
+                   check=True, capture_output=True)
+    process, tls_port = start_server("--token", TOKEN, "--cert", str(cert), "--key", str(key))
+    try:
+        context = ssl.create_default_context(cafile=str(cert))
+        context.check_hostname = False
+        connection = http.client.HTTPSConnection("127.0.0.1", tls_port, timeout=10, context=context)
+        connection.request("GET", "/health")
+        assert connection.getresponse().status == 200
+        connection.close()
+    finally:
+        assert stop_server(process) == 0
