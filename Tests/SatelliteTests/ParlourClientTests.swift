@@ -104,7 +104,7 @@ struct ParlourClientTests {
         Misbehaviour(mode: "refuse", code: .tokenRefused, message: "The server refused the token. Pair again with parlourctl pair LINK, or set it with parlourctl token set."),
         Misbehaviour(mode: "fail", code: .serverRefused, message: "the kitchen is on fire"),
         Misbehaviour(mode: "plain", code: .serverRefused, message: "The server answered ROUTE with status 502 and gave no reason."),
-        Misbehaviour(mode: "redirect", code: .serverRefused, message: "The server answered ROUTE with a redirect (status 302), which the satellite does not follow. Pin the address it points to with parlourctl use URL."),
+        Misbehaviour(mode: "redirect", code: .serverRefused, message: "The server answered ROUTE with a redirect (status 302) to http://127.0.0.1:NOBODY, which the satellite never follows: nothing was sent there, and it will ask the pinned server again. If the server has really moved, pin its new address with parlourctl use URL (or pair again)."),
         Misbehaviour(mode: "garbage", code: .badAnswer, message: "The server's answer to ROUTE is not JSON."),
         Misbehaviour(mode: "wrongtypes", code: .badAnswer, message: "The server's answer to ROUTE has no reply string."),
         Misbehaviour(mode: "cut", code: .badAnswer, message: "The server closed the connection in the middle of its answer to ROUTE."),
@@ -114,8 +114,9 @@ struct ParlourClientTests {
             let client = ParlourClient(baseURL: server.url(m.mode), token: token, http: HTTPClient())
             let fromAsk = await failure { () async throws(SatelliteError) in _ = try await client.ask(text: "hi", client: "kitchen", room: "den") }
             let fromVoice = await failure { () async throws(SatelliteError) in _ = try await client.voice(wav: Data([1, 2, 3]), client: "kitchen", room: "den") }
-            #expect(fromAsk == SatelliteError(m.code, m.message.replacingOccurrences(of: "ROUTE", with: "/ask")))
-            #expect(fromVoice == SatelliteError(m.code, m.message.replacingOccurrences(of: "ROUTE", with: "/voice")))
+            let message = m.message.replacingOccurrences(of: "NOBODY", with: String(server.nobodyPort))
+            #expect(fromAsk == SatelliteError(m.code, message.replacingOccurrences(of: "ROUTE", with: "/ask")))
+            #expect(fromVoice == SatelliteError(m.code, message.replacingOccurrences(of: "ROUTE", with: "/voice")))
             for error in [fromAsk, fromVoice].compactMap({ $0 }) {
                 #expect(!error.message.contains(token))
                 #expect(!error.message.contains("client="))

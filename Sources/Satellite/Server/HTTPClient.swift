@@ -99,7 +99,11 @@ private final class Transfer: @unchecked Sendable {
         _ = curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
         var type: UnsafeMutablePointer<CChar>?
         _ = curl_getinfo_string(handle, CURLINFO_CONTENT_TYPE, &type)
-        return .success(HTTPResponse(status: status, contentType: type.map { String(cString: $0) }, body: received))
+        // Where a redirect points, for the person: curl works it out without following it.
+        var location: UnsafeMutablePointer<CChar>?
+        if (300..<400).contains(status) { _ = curl_getinfo_string(handle, CURLINFO_REDIRECT_URL, &location) }
+        return .success(HTTPResponse(status: status, contentType: type.map { String(cString: $0) }, body: received,
+                                     location: location.map { String(cString: $0) }))
     }
 
     private func configure(_ handle: UnsafeMutableRawPointer, errorText: UnsafeMutablePointer<CChar>, headers: inout UnsafeMutablePointer<curl_slist>?) throws(HTTPFailure) {

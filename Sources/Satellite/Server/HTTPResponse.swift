@@ -46,11 +46,14 @@ public struct HTTPResponse: Sendable, Equatable {
     public let status: Int
     public let contentType: String?
     public let body: Data
+    /// Where a 3xx answer points (curl's absolute form of its Location), never followed.
+    public let location: String?
 
-    public init(status: Int, contentType: String?, body: Data) {
+    public init(status: Int, contentType: String?, body: Data, location: String? = nil) {
         self.status = status
         self.contentType = contentType
         self.body = body
+        self.location = location
     }
 }
 

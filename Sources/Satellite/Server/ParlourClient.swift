@@ -124,7 +124,8 @@ public struct ParlourClient: Sendable, CustomStringConvertible, CustomReflectabl
         } catch {
             throw ServerAnswers.failure(error.kind, route: route, url: error.url, detail: error.detail)
         }
-        if let refusal = ServerAnswers.refusal(status: response.status, body: response.body, route: route, sentToken: sendsToken) {
+        if let refusal = ServerAnswers.refusal(status: response.status, body: response.body, route: route, sentToken: sendsToken,
+                                               location: response.location, url: url) {
             throw refusal
         }
         return response.body

@@ -30,6 +30,9 @@ public enum WebSocketEvent: Sendable, Equatable {
     /// The connection never opened: no such host, nobody listening, or a handshake the
     /// server refused (the only sign of a bad token on /listen).
     case failed(reason: String)
+    /// The connection never opened, and asking the same way again is all that may be done:
+    /// the handshake was answered with a redirect (`server_refused`, never followed).
+    case refused(SatelliteError)
     /// No pong (and so no sign of the peer) for `WebSocketClient.deadAfter`; the connection was dropped.
     case dead(reason: String)
 }
@@ -60,6 +63,7 @@ public final class WebSocketClient: @unchecked Sendable {
 
     private let continuation: AsyncStream<WebSocketEvent>.Continuation
     private let target: Result<Target, WebSocketError>
+    private let url: String
     private let headers: [(name: [UInt8], value: [UInt8])]
     private let maxText: Int
     private let maxBinary: Int
@@ -127,6 +131,7 @@ public final class WebSocketClient: @unchecked Sendable {
     private init(url: String, headers: [String: String], maxMessage: Int, maxText: Int) {
         (events, continuation) = AsyncStream.makeStream(of: WebSocketEvent.self, bufferingPolicy: .unbounded)
         target = Result { () throws(WebSocketError) in try Target(url: url) }
+        self.url = url
         // lws reads the name up to a NUL (and wants the colon in it); the value goes by length.
         self.headers = headers.sorted { $0.key < $1.key }.map { name, value in
             (Array((name.hasSuffix(":") ? name : name + ":").utf8) + [0], Array(value.utf8))
@@ -251,7 +256,10 @@ public final class WebSocketClient: @unchecked Sendable {
             connect.host = UnsafePointer(strings[2])
             connect.alpn = UnsafePointer(strings[3])
             connect.ietf_version_or_minus_one = -1
-            connect.ssl_connection = target.secure ? Int32(LCCSCF_USE_SSL.rawValue) : 0
+            // lws follows 301-308 by itself, sending the headers (the token) again to the new
+            // host: the handshake must take a redirect as an answer, as HTTP does.
+            connect.ssl_connection = Int32(bitPattern: LCCSCF_HTTP_NO_FOLLOW_REDIRECT.rawValue)
+                | (target.secure ? Int32(bitPattern: LCCSCF_USE_SSL.rawValue) : 0)
             connect.retry_and_idle_policy = retryPointer
             serviceLastProof = .now
             if serviceFinished {
@@ -299,6 +307,10 @@ public final class WebSocketClient: @unchecked Sendable {
             if shared.withLock({ !$0.outgoing.isEmpty || $0.wantPing || $0.wantClose }) { lws_callback_on_writable(wsi) }
 
         case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
+            if let redirect = serviceRedirect(wsi) {
+                serviceFinish(.refused(redirect))
+                return 0
+            }
             let detail = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "no reason given"
             serviceFinish(.failed(reason: WebSocketError(function: "connect", detail: detail).description))
 
@@ -352,6 +364,16 @@ public final class WebSocketClient: @unchecked Sendable {
             return .dead(reason: "no pong for \(Self.deadAfter.components.seconds) s")
         }
         return .closed(code: 1006, reason: "the connection dropped without a close frame")
+    }
+
+    /// A handshake answered with a 3xx: its status and where it pointed, said as a refusal.
+    private func serviceRedirect(_ wsi: OpaquePointer) -> SatelliteError? {
+        let status = Int(lws_http_client_http_response(wsi))
+        guard (300..<400).contains(status) else { return nil }
+        var buffer = [CChar](repeating: 0, count: 2048)
+        let length = lws_hdr_copy(wsi, &buffer, Int32(buffer.count), WSI_TOKEN_HTTP_LOCATION)
+        let location = length > 0 ? String(decoding: buffer.prefix(Int(length)).map { UInt8(bitPattern: $0) }, as: UTF8.self) : nil
+        return Redirect.refusal(status: status, location: location, base: url, route: "/listen")
     }
 
     private func serviceAppendHeaders(_ wsi: OpaquePointer, _ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {

@@ -210,6 +210,11 @@ public actor ListenStream {
                 await disconnected()
                 lastProblem = SatelliteError(.serverUnreachable, "The server stopped answering pings (\(reason)); the connection was dropped.")
                 return .broken
+            case .refused(let refusal):
+                // A redirect: never followed, said as it is, and asked again after the back-off.
+                await disconnected()
+                lastProblem = refusal
+                return .refused
             case .failed(let reason):
                 await disconnected()
                 // A refused handshake is the only sign of a bad token: ask /v1/models.

@@ -92,7 +92,10 @@ public enum ServerAnswers {
     /// The error for a status that is not 2xx; nil for a 2xx answer.
     /// - Parameter sentToken: whether the request carried a token, so a 401 can say
     ///   "refused" or "none set".
-    public static func refusal(status: Int, body: Data, route: ServerRoute, sentToken: Bool) -> SatelliteError? {
+    /// - Parameters:
+    ///   - location: a 3xx answer's Location header; `url` (what was asked) resolves a relative one.
+    public static func refusal(status: Int, body: Data, route: ServerRoute, sentToken: Bool,
+                               location: String? = nil, url: String = "") -> SatelliteError? {
         if (200..<300).contains(status) { return nil }
         if status == 401 {
             return sentToken
@@ -100,8 +103,7 @@ public enum ServerAnswers {
                 : SatelliteError(.notPaired, "The server asks for a token and none is set. Pair with parlourctl pair LINK, or set it with parlourctl token set.")
         }
         if (300..<400).contains(status) {
-            // Redirects are never followed: one could carry the token to another host.
-            return SatelliteError(.serverRefused, "The server answered \(route.rawValue) with a redirect (status \(status)), which the satellite does not follow. Pin the address it points to with parlourctl use URL.")
+            return Redirect.refusal(status: status, location: location, base: url, route: route.rawValue)
         }
         if let words = try? JSONValue.parse(body)["error"]?.stringValue, !words.isEmpty {
             return SatelliteError(.serverRefused, words)
