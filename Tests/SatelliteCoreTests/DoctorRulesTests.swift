@@ -105,8 +105,24 @@ struct DoctorRulesTests {
 
         #expect(DoctorRules.serverPinned(nil) == DoctorCheck(.serverPinned, .fail,
             "No server is pinned, so the satellite has nobody to talk to.", fix: "parlourctl pair LINK   # run parlour pair on the server for the link"))
-        #expect(DoctorRules.serverPinned(Self.den).detail == "Parlour on den at http://den.local:8765, pinned (paired).")
-        #expect(DoctorRules.serverPinned(Self.configured).detail == "server.url in the config names http://10.0.0.2:8765.")
+        let den = DoctorRules.serverPinned(Self.den)
+        #expect(den.status == .warn)
+        #expect(den.detail.hasPrefix("Parlour on den at http://den.local:8765, pinned (paired). It is plain http, so the token crosses the network in clear"))
+        #expect(den.fix?.hasPrefix("parlourctl use https://HOST:PORT   # once Parlour is behind an https reverse proxy") == true)
+        let configured = DoctorRules.serverPinned(Self.configured)
+        #expect(configured.status == .warn && configured.detail.hasPrefix("server.url in the config names http://10.0.0.2:8765. It is plain http"))
+        #expect(configured.fix?.hasPrefix("# set server.url in the config to https://HOST:PORT once") == true)
+    }
+
+    @Test("plain http warns unless it stays on this machine; https is ok", arguments: [
+        ("http://den.local:8765", true), ("http://10.0.0.2", true), ("http://[2001:db8::1]:8765", true),
+        ("http://127.0.0.1:8765", false), ("http://localhost:8765", false), ("http://[::1]:8765", false),
+        ("https://den.local:8443", false), ("HTTPS://den.local", false),
+    ])
+    func plainHTTP(url: String, warns: Bool) {
+        #expect(DoctorRules.crossesInClear(url) == warns)
+        let check = DoctorRules.serverPinned(DoctorRules.InUse(url: url, name: "den", how: .manual))
+        #expect(check.status == (warns ? .warn : .ok))
     }
 
     static let stateToken = TokenSource.file(path: "/var/lib/parlour-satellite/token", origin: "the state folder")

@@ -202,10 +202,24 @@ public enum DoctorRules {
         guard let inUse else {
             return DoctorCheck(.serverPinned, .fail, "No server is pinned, so the satellite has nobody to talk to.", fix: pairFix)
         }
-        if inUse.how == .configured {
-            return DoctorCheck(.serverPinned, .ok, "server.url in the config names \(inUse.url).")
-        }
-        return DoctorCheck(.serverPinned, .ok, "\(inUse.name) at \(inUse.url), pinned (\(inUse.how.rawValue)).")
+        let found = inUse.how == .configured
+            ? "server.url in the config names \(inUse.url)."
+            : "\(inUse.name) at \(inUse.url), pinned (\(inUse.how.rawValue))."
+        guard crossesInClear(inUse.url) else { return DoctorCheck(.serverPinned, .ok, found) }
+        let proxy = "once Parlour is behind an https reverse proxy (a self-signed one will do: the satellite pins its key)"
+        let fix = inUse.how == .configured
+            ? "# set server.url in the config to https://HOST:PORT \(proxy)"
+            : "parlourctl use https://HOST:PORT   # \(proxy); or pair again with its https:// link"
+        return DoctorCheck(.serverPinned, .warn,
+            "\(found) It is plain http, so the token crosses the network in clear: whoever can listen on the network can "
+                + "read it, and it opens the whole house.", fix: fix)
+    }
+
+    /// Whether requests to `url` cross the network unencrypted: plain http to anything but this machine.
+    static func crossesInClear(_ url: String) -> Bool {
+        guard let address = ServerAddress(url), address.scheme == "http" else { return false }
+        let host = address.host.lowercased()
+        return !(host == "localhost" || host == "::1" || host.hasPrefix("127."))
     }
 
     /// What asking the server with the token found.
