@@ -19,12 +19,36 @@ func finish(_ command: ControlCommand, _ result: ControlResult, json: Bool) -> N
 /// Sends `command` and prints its one result. With `callback`, the daemon also sends the
 /// result there; without `wait`, the result here is only that the daemon accepted it.
 func run(_ command: ControlCommand, json: Bool, socket: String, callback: CallbackURL? = nil, wait: Bool = true) -> Never {
+    finish(command, exchange(command, json: json, socket: socket, callback: callback, wait: wait), json: json)
+}
+
+/// `pair` or `use`: when the https server's certificate is vouched for by nobody, the daemon
+/// answers with the key it shows; this asks about it (or `yes` takes it) and sends the command
+/// again with that key, which the daemon pins only if the server still shows it.
+func runTrusting(_ command: (String?) -> ControlCommand, yes: Bool, json: Bool, socket: String) -> Never {
+    let first = exchange(command(nil), json: json, socket: socket)
+    guard case .error(let error) = first, error.code == .serverKeyUnconfirmed, let key = error.serverKey else {
+        finish(command(nil), first, json: json)
+    }
+    if !yes {
+        FileHandle.standardError.write(Data((error.message + "\n").utf8))
+        switch Input.confirm("Trust the server with the key \(key)? [y/N] ") {
+        case true?: break
+        case false?: finish(command(nil), .failure(.invalidRequest, "The key was not trusted, so nothing was changed."), json: json)
+        case nil: finish(command(nil), first, json: json)
+        }
+    }
+    run(command(key), json: json, socket: socket)
+}
+
+/// Sends `command` and returns its one result, printing the events that come before it.
+func exchange(_ command: ControlCommand, json: Bool, socket: String, callback: CallbackURL? = nil, wait: Bool = true) -> ControlResult {
     let client: ControlClient
     do {
         client = try ControlClient(path: socket)
         try client.send(ControlProtocol.encode(command, id: "1", callback: callback, wait: wait))
     } catch {
-        finish(command, .error(error), json: json)
+        return .error(error)
     }
     if case .listen(hold: true) = command {
         // Holding: capture runs until our standard input closes, then `end` sends what was heard.
@@ -41,9 +65,9 @@ func run(_ command: ControlCommand, json: Bool, socket: String, callback: Callba
             continue
         }
         guard value["id"] == "1", let result = ControlResult(json: value) else { continue }
-        finish(command, result, json: json)
+        return result
     }
-    finish(command, .failure(.daemonUnavailable, "The satellite closed the connection before answering; see journalctl -u parlour-satellite."), json: json)
+    return .failure(.daemonUnavailable, "The satellite closed the connection before answering; see journalctl -u parlour-satellite.")
 }
 
 /// "Parlour on den (http://den.local:8765)" from the daemon's status, for a question; "the pinned server" when
@@ -81,6 +105,7 @@ case .success(let invocation):
         let json = invocation.json
         let text = argument == "-" ? Input.readAll() : argument
         let command = ControlCommand.pair(link: text)
+        let pairing = { (key: String?) in ControlCommand.pair(link: text, key: key) }
         switch PairingLink.parse(text) {
         case .failure(let refusal):
             finish(command, .error(refusal), json: json)
@@ -98,8 +123,10 @@ case .success(let invocation):
             } else if !json {
                 FileHandle.standardError.write(Data("Pairing with \(link.name) at \(link.url) ...\n".utf8))
             }
-            run(command, json: json, socket: socket)
+            runTrusting(pairing, yes: yes, json: json, socket: socket)
         }
+    case .use(let url, let yes):
+        runTrusting({ ControlCommand.use(url: url, key: $0) }, yes: yes, json: invocation.json, socket: socket)
     case .setTokenFromInput:
         run(.tokenSet(token: Input.readAll()), json: invocation.json, socket: socket)
     case .stopService(let name, let yes):

@@ -78,11 +78,11 @@ public final class CommandRouter: ControlHandler {
         case .servers:
             result = await chooser.servers()
         // The link and the token are never published: only the result, which holds neither.
-        case .pair(let link):
-            result = await chooser.pair(link)
+        case .pair(let link, let key):
+            result = await chooser.pair(link, key: key)
             bus.publish(.finished(command: "pair", result: result))
-        case .use(let url):
-            result = await chooser.use(url)
+        case .use(let url, let key):
+            result = await chooser.use(url, key: key)
             bus.publish(.finished(command: "use", result: result))
         case .unpin:
             result = await chooser.unpin()

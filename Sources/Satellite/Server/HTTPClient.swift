@@ -9,6 +9,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import CCurl
+import COpenSSL
 import SatelliteCore
 import Synchronization
 
@@ -102,8 +103,27 @@ private final class Transfer: @unchecked Sendable {
         // Where a redirect points, for the person: curl works it out without following it.
         var location: UnsafeMutablePointer<CChar>?
         if (300..<400).contains(status) { _ = curl_getinfo_string(handle, CURLINFO_REDIRECT_URL, &location) }
-        return .success(HTTPResponse(status: status, contentType: type.map { String(cString: $0) }, body: received,
-                                     location: location.map { String(cString: $0) }))
+        var response = HTTPResponse(status: status, contentType: type.map { String(cString: $0) }, body: received,
+                                    location: location.map { String(cString: $0) })
+        if request.wantsKey { response.serverKey = serverKey(handle) }
+        return .success(response)
+    }
+
+    /// The SHA-256 of the server certificate's public key, from curl's certificate info (PEM).
+    private func serverKey(_ handle: UnsafeMutableRawPointer) -> String? {
+        var info: UnsafeMutablePointer<curl_certinfo>?
+        guard curl_getinfo_certinfo(handle, &info) == CURLE_OK, let info, info.pointee.num_of_certs > 0,
+              var item = info.pointee.certinfo[0] else { return nil }
+        while true {
+            let line = String(cString: item.pointee.data)
+            if line.hasPrefix("Cert:") {
+                var digest = [UInt8](repeating: 0, count: 32)
+                guard copenssl_pem_spki_sha256(String(line.dropFirst("Cert:".count)), &digest) == 0 else { return nil }
+                return ServerKey.text(digest: digest)
+            }
+            guard let next = item.pointee.next else { return nil }
+            item = next
+        }
     }
 
     private func configure(_ handle: UnsafeMutableRawPointer, errorText: UnsafeMutablePointer<CChar>, headers: inout UnsafeMutablePointer<curl_slist>?) throws(HTTPFailure) {
@@ -123,6 +143,17 @@ private final class Transfer: @unchecked Sendable {
         // curl would otherwise take a proxy from http_proxy and friends, and over
         // plain http that proxy would read the token. The server is on the house network.
         try check(curl_setopt_string(handle, CURLOPT_NOPROXY, "*"), "CURLOPT_NOPROXY")
+        if let key = request.pinnedKey {
+            // The pinned key proves the server (a self-signed certificate is the usual case):
+            // curl checks it before anything is sent, and another key ends the transfer.
+            try check(curl_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 0), "CURLOPT_SSL_VERIFYPEER")
+            try check(curl_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 0), "CURLOPT_SSL_VERIFYHOST")
+            try check(curl_setopt_string(handle, CURLOPT_PINNEDPUBLICKEY, ServerKey.curlPin(key)), "CURLOPT_PINNEDPUBLICKEY")
+        } else if !request.verifyPeer {
+            try check(curl_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 0), "CURLOPT_SSL_VERIFYPEER")
+            try check(curl_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 0), "CURLOPT_SSL_VERIFYHOST")
+        }
+        if request.wantsKey { try check(curl_setopt_long(handle, CURLOPT_CERTINFO, 1), "CURLOPT_CERTINFO") }
         try check(curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, request.connectTimeout.milliseconds), "CURLOPT_CONNECTTIMEOUT_MS")
         try check(curl_setopt_long(handle, CURLOPT_TIMEOUT_MS, request.totalTimeout.milliseconds), "CURLOPT_TIMEOUT_MS")
         // Refuses an announced oversized body at once; the write callback catches the rest.
@@ -190,6 +221,8 @@ private final class Transfer: @unchecked Sendable {
                 : .timeout(seconds: request.totalTimeout.seconds)
         case CURLE_PARTIAL_FILE, CURLE_RECV_ERROR, CURLE_GOT_NOTHING, CURLE_SEND_ERROR: return .closedMidAnswer
         case CURLE_FILESIZE_EXCEEDED: return .tooLarge(limit: limit)
+        case CURLE_SSL_PINNEDPUBKEYNOTMATCH: return .keyChanged(pinned: request.pinnedKey ?? "")
+        case CURLE_PEER_FAILED_VERIFICATION: return .unverified
         case CURLE_WRITE_ERROR where overLimit: return .tooLarge(limit: limit)
         case CURLE_ABORTED_BY_CALLBACK where cancelled.load(ordering: .relaxed): return .cancelled
         default: return .other

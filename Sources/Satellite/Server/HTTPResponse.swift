@@ -20,11 +20,19 @@ public struct HTTPRequest: Sendable, CustomStringConvertible, CustomReflectable 
     public var connectTimeout: Duration
     /// How long the whole exchange may take.
     public var totalTimeout: Duration
+    /// https only: the public key (`sha256/<base64>`) the server must show. It proves the server,
+    /// so the certificate need not be vouched for by an authority; another key sends nothing.
+    public var pinnedKey: String?
+    /// https only: bring back the key the server shows (`HTTPResponse.serverKey`); with
+    /// `verifyPeer` false, also from a certificate nobody vouches for.
+    public var wantsKey = false
+    public var verifyPeer = true
 
     public init(
         method: String, url: String, headers: [(name: String, value: String)] = [], body: Data? = nil,
-        connectTimeout: Duration = .seconds(5), totalTimeout: Duration = .seconds(20)
+        connectTimeout: Duration = .seconds(5), totalTimeout: Duration = .seconds(20), pinnedKey: String? = nil
     ) {
+        self.pinnedKey = pinnedKey
         self.method = method
         self.url = url
         self.headers = headers
@@ -48,6 +56,8 @@ public struct HTTPResponse: Sendable, Equatable {
     public let body: Data
     /// Where a 3xx answer points (curl's absolute form of its Location), never followed.
     public let location: String?
+    /// With `wantsKey`: the server's public key, `sha256/<base64>`.
+    public var serverKey: String?
 
     public init(status: Int, contentType: String?, body: Data, location: String? = nil) {
         self.status = status

@@ -40,7 +40,7 @@ public actor Link {
 
     /// Makes `pin` the server in use (nil: there is none), and checks it at once.
     public func follow(_ pin: Pin?) {
-        if pin?.url == self.pin?.url, pin?.how == self.pin?.how, pin?.name == self.pin?.name { return }
+        if pin == self.pin { return }
         let sameServer = pin?.url == self.pin?.url
         self.pin = pin
         if sameServer {
@@ -67,8 +67,8 @@ public actor Link {
     /// Checks a server that is not (or not yet) the one in use: `/health`, then `/v1/models` with
     /// `token`, or with the token in force when nil. The error says which check failed; nothing
     /// is learned about the server in use.
-    public func vet(_ url: String, token: String? = nil) async -> Result<Void, SatelliteError> {
-        let client = ParlourClient(baseURL: url, token: token ?? tokens.read(), http: http)
+    public func vet(_ url: String, token: String? = nil, key: String? = nil) async -> Result<Void, SatelliteError> {
+        let client = ParlourClient(baseURL: url, token: token ?? tokens.read(), http: http, key: key)
         let shown = ServerAnswers.displayURL(url)
         do {
             _ = try await client.health()
@@ -89,13 +89,24 @@ public actor Link {
         return .success(())
     }
 
+    /// For pairing with an https server: the key it shows and whether an authority vouches for it.
+    /// Only `/health`, without the token.
+    public func shownKey(_ url: String) async -> Result<(key: String, verified: Bool), SatelliteError> {
+        do {
+            return .success(try await ParlourClient(baseURL: url, token: nil, http: http).shownKey())
+        } catch {
+            return .failure(SatelliteError(error.code,
+                "The check of /health at \(ServerAnswers.displayURL(url)) failed, so nothing was changed: \(error.message)"))
+        }
+    }
+
     private func client() throws(SatelliteError) -> ParlourClient {
         guard let url = pin?.url else {
             throw SatelliteError(.noServer,
                 "No server is pinned yet, and none found with Bonjour accepted the token. "
                     + "Pair with parlourctl pair LINK, pin one with parlourctl use URL, or set server.url in the config.")
         }
-        return ParlourClient(baseURL: url, token: tokens.read(), http: http)
+        return ParlourClient(baseURL: url, token: tokens.read(), http: http, key: pin?.key)
     }
 
     public func ask(text: String, client name: String, room: String) async throws(SatelliteError) -> AskAnswer {
@@ -218,6 +229,9 @@ public actor Link {
 
     /// The server in use, for the /listen socket; nil when there is none.
     public func serverURL() -> String? { pin?.url }
+
+    /// The pinned https key the /listen handshake must see, if any.
+    func streamKey() -> String? { pin?.key }
 
     /// The token for the /listen handshake's Authorization header, and for nothing else.
     func streamToken() -> String? { tokens.read() }

@@ -13,6 +13,8 @@ import SatelliteCore
 public struct ParlourClient: Sendable, CustomStringConvertible, CustomReflectable {
     public let baseURL: String
     private let token: String?
+    /// An https server's pinned key (`sha256/<base64>`); nil: the certificate must be vouched for.
+    public let key: String?
     private let http: HTTPClient
     private let timeout: Duration
     private let pipelineTimeout: Duration
@@ -21,15 +23,16 @@ public struct ParlourClient: Sendable, CustomStringConvertible, CustomReflectabl
     /// - Parameters:
     ///   - baseURL: such as `http://den.local:8765`; a trailing slash is ignored.
     ///   - token: sent as `Authorization: Bearer <token>` on the routes that need it; nil sends none.
-    public init(baseURL: String, token: String?, http: HTTPClient) {
+    public init(baseURL: String, token: String?, http: HTTPClient, key: String? = nil) {
         // /voice and /ask wait for the server's pipeline, which gives up after 45 s.
         // A model server's start loads the model (the app allows 60 s); the doctor may start one too.
         self.init(baseURL: baseURL, token: token, http: http, timeout: .seconds(20), pipelineTimeout: .seconds(60),
-                  adminTimeout: .seconds(90))
+                  adminTimeout: .seconds(90), key: key)
     }
 
     init(baseURL: String, token: String?, http: HTTPClient, timeout: Duration, pipelineTimeout: Duration,
-         adminTimeout: Duration = .seconds(90)) {
+         adminTimeout: Duration = .seconds(90), key: String? = nil) {
+        self.key = key
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.token = token
         self.http = http
@@ -45,6 +48,27 @@ public struct ParlourClient: Sendable, CustomStringConvertible, CustomReflectabl
     public func health() async throws(SatelliteError) -> ServerHealthAnswer {
         let body = try await exchange(.health, method: "GET", authorised: false)
         return try ServerAnswers.health(body)
+    }
+
+    /// For an https server not yet pinned: the key it shows, and whether an authority vouches for
+    /// its certificate. `GET /health`, which carries no token: nothing secret goes to a key not yet trusted.
+    public func shownKey() async throws(SatelliteError) -> (key: String, verified: Bool) {
+        let url = baseURL + ServerRoute.health.rawValue
+        var request = HTTPRequest(method: "GET", url: url, headers: [("Accept", "application/json")], totalTimeout: timeout)
+        request.wantsKey = true
+        for verify in [true, false] {
+            request.verifyPeer = verify
+            do {
+                let response = try await http.send(request)
+                guard let key = response.serverKey else { break }
+                return (key, verify)
+            } catch where error.kind == .unverified && verify {
+                continue
+            } catch {
+                throw ServerAnswers.failure(error.kind, route: .health, url: error.url, detail: error.detail)
+            }
+        }
+        throw SatelliteError(.badAnswer, "The server at \(ServerAnswers.displayURL(baseURL)) showed no certificate whose key could be read.")
     }
 
     /// `GET /v1/models`: returns when the server accepts the token.
@@ -116,7 +140,8 @@ public struct ParlourClient: Sendable, CustomStringConvertible, CustomReflectabl
         if sendsToken, let token { headers.append(("Authorization", "Bearer " + token)) }
         if let contentType { headers.append(("Content-Type", contentType)) }
         let url = baseURL + route.rawValue + (query.map { "?" + $0 } ?? "")
-        let request = HTTPRequest(method: method, url: url, headers: headers, body: body, totalTimeout: timeout ?? self.timeout)
+        let request = HTTPRequest(method: method, url: url, headers: headers, body: body, totalTimeout: timeout ?? self.timeout,
+                                  pinnedKey: baseURL.lowercased().hasPrefix("https:") ? key : nil)
 
         let response: HTTPResponse
         do {

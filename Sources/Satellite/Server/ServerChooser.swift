@@ -76,17 +76,22 @@ public actor ServerChooser {
 
     /// `pair LINK`: parses the link, checks the server with the link's token, then stores the
     /// token and pins the server. A refusal or a failed check changes nothing.
-    public func pair(_ text: String) async -> ControlResult {
+    public func pair(_ text: String, key confirmed: String? = nil) async -> ControlResult {
         if let refusal = await configDecides() { return .error(refusal) }
         let link: PairingLink
         switch PairingLink.parse(text) {
         case .success(let parsed): link = parsed
         case .failure(let refusal): return .error(refusal)
         }
-        if case .failure(let failed) = await self.link.vet(link.url, token: link.token) { return .error(failed) }
+        let key: String?
+        switch await trustedKey(link.url, confirmed: confirmed) {
+        case .success(let value): key = value
+        case .failure(let refusal): return .error(refusal)
+        }
+        if case .failure(let failed) = await self.link.vet(link.url, token: link.token, key: key) { return .error(failed) }
         do {
             try TokenFile.write(link.token, stateDirectory: stateDirectory)
-            let pinned = try await pin.pin(url: link.url, name: link.name, how: .paired)
+            let pinned = try await pin.pin(url: link.url, name: link.name, how: .paired, key: key)
             await follow(pinned)
             return .completed(["server": pinned.json])
         } catch {
@@ -95,16 +100,21 @@ public actor ServerChooser {
     }
 
     /// `use URL`: pins by hand after the same two checks, with the token in force.
-    public func use(_ url: String) async -> ControlResult {
+    public func use(_ url: String, key confirmed: String? = nil) async -> ControlResult {
         if let refusal = await configDecides() { return .error(refusal) }
         guard let address = ServerAddress(url) else {
             return .failure(.invalidRequest, "\(url) is not an http or https address with a host. Give one such as http://den.local:8765.")
         }
-        if case .failure(let failed) = await link.vet(url) { return .error(failed) }
+        let key: String?
+        switch await trustedKey(url, confirmed: confirmed) {
+        case .success(let value): key = value
+        case .failure(let refusal): return .error(refusal)
+        }
+        if case .failure(let failed) = await link.vet(url, key: key) { return .error(failed) }
         // The name Bonjour gives it, when it is advertised; else its host.
         let name = found.first { address.isAt(host: Self.advertiser($0).host, port: $0.port) }?.name ?? address.host
         do {
-            let pinned = try await pin.pin(url: url, name: name, how: .manual)
+            let pinned = try await pin.pin(url: url, name: name, how: .manual, key: key)
             await follow(pinned)
             return .completed(["server": pinned.json])
         } catch {
@@ -147,6 +157,23 @@ public actor ServerChooser {
             return .completed(["cleared": .bool(cleared)])
         } catch {
             return .error(error)
+        }
+    }
+
+    /// For https: the key to pin, as ServerKey decides from the key the server shows (over
+    /// /health, without the token) and the one the person confirmed. Nil for plain http.
+    private func trustedKey(_ url: String, confirmed: String?) async -> Result<String?, SatelliteError> {
+        guard ServerAddress(url)?.scheme == "https" else { return .success(nil) }
+        let shown: (key: String, verified: Bool)
+        switch await link.shownKey(url) {
+        case .success(let value): shown = value
+        case .failure(let error): return .failure(error)
+        }
+        let displayed = ServerAnswers.displayURL(url)
+        switch ServerKey.decide(shown: shown.key, verified: shown.verified, confirmed: confirmed) {
+        case .pin(let key): return .success(key)
+        case .ask(let key): return .failure(ServerKey.unconfirmed(key, url: displayed))
+        case .changed(let shown, let confirmed): return .failure(ServerKey.changed(url: displayed, shown: shown, pinned: confirmed))
         }
     }
 

@@ -9,6 +9,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import COpenSSL
 import CWebSockets
 import SatelliteCore
 import Synchronization
@@ -31,7 +32,8 @@ public enum WebSocketEvent: Sendable, Equatable {
     /// server refused (the only sign of a bad token on /listen).
     case failed(reason: String)
     /// The connection never opened, and asking the same way again is all that may be done:
-    /// the handshake was answered with a redirect (`server_refused`, never followed).
+    /// the handshake was answered with a redirect (`server_refused`, never followed), or the
+    /// wss server showed another key than the pinned one (`server_key_changed`, nothing sent).
     case refused(SatelliteError)
     /// No pong (and so no sign of the peer) for `WebSocketClient.deadAfter`; the connection was dropped.
     case dead(reason: String)
@@ -64,6 +66,8 @@ public final class WebSocketClient: @unchecked Sendable {
     private let continuation: AsyncStream<WebSocketEvent>.Continuation
     private let target: Result<Target, WebSocketError>
     private let url: String
+    /// The wss server's pinned public key (`sha256/<base64>`), checked in TLS verification.
+    private let pinnedKey: String?
     private let headers: [(name: [UInt8], value: [UInt8])]
     private let maxText: Int
     private let maxBinary: Int
@@ -107,6 +111,8 @@ public final class WebSocketClient: @unchecked Sendable {
     private var serviceClosing = false
     private var serviceLastProof = ContinuousClock.now
     private var serviceMessage: Assembly?
+    /// The key a wss server showed when it was not the pinned one.
+    private var serviceOtherKey: String?
 
     /// One incoming message being put together from its fragments.
     private struct Assembly {
@@ -121,14 +127,16 @@ public final class WebSocketClient: @unchecked Sendable {
     /// `Authorization: Bearer …`. A binary message over `maxMessage` bytes, or a text message
     /// over `maxText`, is dropped and reported as `.oversized`. Returns at once; the outcome
     /// of connecting is the first event.
+    /// With `key` (wss only), the server must show that public key, whoever signed its certificate.
     public static func connect(url: String, headers: [String: String], maxMessage: Int,
-                               maxText: Int = 4096) -> WebSocketClient {
-        let client = WebSocketClient(url: url, headers: headers, maxMessage: maxMessage, maxText: maxText)
+                               maxText: Int = 4096, key: String? = nil) -> WebSocketClient {
+        let client = WebSocketClient(url: url, headers: headers, maxMessage: maxMessage, maxText: maxText, key: key)
         SystemThread.start(name: "websocket") { client.serviceRun() }
         return client
     }
 
-    private init(url: String, headers: [String: String], maxMessage: Int, maxText: Int) {
+    private init(url: String, headers: [String: String], maxMessage: Int, maxText: Int, key: String?) {
+        pinnedKey = key
         (events, continuation) = AsyncStream.makeStream(of: WebSocketEvent.self, bufferingPolicy: .unbounded)
         target = Result { () throws(WebSocketError) in try Target(url: url) }
         self.url = url
@@ -260,6 +268,8 @@ public final class WebSocketClient: @unchecked Sendable {
             // host: the handshake must take a redirect as an answer, as HTTP does.
             connect.ssl_connection = Int32(bitPattern: LCCSCF_HTTP_NO_FOLLOW_REDIRECT.rawValue)
                 | (target.secure ? Int32(bitPattern: LCCSCF_USE_SSL.rawValue) : 0)
+                // The pinned key proves the server (see serviceVerify), whatever name its certificate holds.
+                | (target.secure && pinnedKey != nil ? Int32(bitPattern: LCCSCF_SKIP_SERVER_CERT_HOSTNAME_CHECK.rawValue) : 0)
             connect.retry_and_idle_policy = retryPointer
             serviceLastProof = .now
             if serviceFinished {
@@ -293,9 +303,12 @@ public final class WebSocketClient: @unchecked Sendable {
         continuation.finish()
     }
 
-    fileprivate func serviceCallback(_ wsi: OpaquePointer, _ reason: lws_callback_reasons,
+    fileprivate func serviceCallback(_ wsi: OpaquePointer, _ reason: lws_callback_reasons, _ user: UnsafeMutableRawPointer?,
                                      _ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
         switch reason {
+        case LWS_CALLBACK_OPENSSL_PERFORM_SERVER_CERT_VERIFICATION:
+            return serviceVerify(store: user)
+
         case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER:
             return serviceAppendHeaders(wsi, input, length)
 
@@ -309,6 +322,10 @@ public final class WebSocketClient: @unchecked Sendable {
         case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
             if let redirect = serviceRedirect(wsi) {
                 serviceFinish(.refused(redirect))
+                return 0
+            }
+            if let shown = serviceOtherKey, let pinned = pinnedKey {
+                serviceFinish(.refused(ServerKey.changed(url: ServerAnswers.displayURL(url), shown: shown, pinned: pinned)))
                 return 0
             }
             let detail = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "no reason given"
@@ -364,6 +381,27 @@ public final class WebSocketClient: @unchecked Sendable {
             return .dead(reason: "no pong for \(Self.deadAfter.components.seconds) s")
         }
         return .closed(code: 1006, reason: "the connection dropped without a close frame")
+    }
+
+    /// OpenSSL's check of each certificate of the chain (`store` is its X509_STORE_CTX): without a
+    /// pinned key its verdict stands; with one, the server's own certificate (depth 0) passes
+    /// exactly when it holds that key, and the chain above it does not matter. 0 accepts.
+    private func serviceVerify(store: UnsafeMutableRawPointer?) -> Int32 {
+        guard let pinnedKey, let store else { return 0 }
+        var digest = [UInt8](repeating: 0, count: 32)
+        var depth: Int32 = 0
+        guard copenssl_store_spki_sha256(store, &digest, &depth) == 0 else { return 1 }
+        if depth > 0 {
+            copenssl_store_accept(store)
+            return 0
+        }
+        let shown = ServerKey.text(digest: digest)
+        guard shown == pinnedKey else {
+            serviceOtherKey = shown
+            return 1
+        }
+        copenssl_store_accept(store)
+        return 0
     }
 
     /// A handshake answered with a 3xx: its status and where it pointed, said as a refusal.
@@ -486,7 +524,7 @@ private func webSocketCallback(_ wsi: OpaquePointer?, _ reason: lws_callback_rea
                                _ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
     guard let wsi, let context = lws_get_context(wsi), let owner = lws_context_user(context) else { return 0 }
     let client = Unmanaged<WebSocketClient>.fromOpaque(owner).takeUnretainedValue()
-    return client.serviceCallback(wsi, reason, input, length)
+    return client.serviceCallback(wsi, reason, user, input, length)
 }
 
 /// Where a `ws://` or `wss://` URL points.

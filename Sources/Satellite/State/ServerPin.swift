@@ -41,7 +41,7 @@ public actor ServerPin {
     /// Pins `url` and writes pin.json. Refused when PinPolicy says so or the URL is not http(s)
     /// with a host; a name left empty becomes the URL's host. The caller has made the checks.
     @discardableResult
-    public func pin(url: String, name: String, how: PinHow) throws(SatelliteError) -> Pin {
+    public func pin(url: String, name: String, how: PinHow, key: String? = nil) throws(SatelliteError) -> Pin {
         if let refusal = PinPolicy.refusalToPin(how: how, configuredURL: configuredURL, stored: stored) { throw refusal }
         let url = url.trimmed()
         guard let address = ServerAddress(url) else {
@@ -50,7 +50,7 @@ public actor ServerPin {
         }
         let trimmedName = name.trimmed()
         let pin = Pin(url: url, name: trimmedName.isEmpty ? address.host : trimmedName, how: how,
-                      pinnedAt: ServerPin.wholeSeconds(now()))
+                      pinnedAt: ServerPin.wholeSeconds(now()), key: key)
         do {
             try AtomicFile.makeFolder(stateDirectory, mode: 0o700)
             try AtomicFile.write(pin.fileData, to: file, mode: 0o644)
@@ -58,8 +58,10 @@ public actor ServerPin {
             throw error.satelliteError("The pinned server could not be saved")
         }
         stored = pin
-        bus.notice(.notice, "Pinned \(pin.name) at \(pin.url) (\(how.rawValue)): only it gets a request or the token.",
-                   ["server_url": pin.url, "server_name": pin.name, "how": how.rawValue])
+        let keyed = key.map { ", and only while it shows the key \($0)" } ?? ""
+        var fields = ["server_url": pin.url, "server_name": pin.name, "how": how.rawValue]
+        if let key { fields["server_key"] = key }
+        bus.notice(.notice, "Pinned \(pin.name) at \(pin.url) (\(how.rawValue)): only it gets a request or the token\(keyed).", fields)
         return pin
     }
 

@@ -129,7 +129,7 @@ public actor ListenStream {
             var headers: [String: String] = [:]
             if let token = await link.streamToken() { headers["Authorization"] = "Bearer \(token)" }
             let client = WebSocketClient.connect(url: url, headers: headers, maxMessage: Self.maxBinary,
-                                                 maxText: ListenMessage.maxTextBytes)
+                                                 maxText: ListenMessage.maxTextBytes, key: await link.streamKey())
             let ending = await session(client, url: url, room: room)
             if Task.isCancelled { break }
             if let why = closing {
@@ -211,7 +211,7 @@ public actor ListenStream {
                 lastProblem = SatelliteError(.serverUnreachable, "The server stopped answering pings (\(reason)); the connection was dropped.")
                 return .broken
             case .refused(let refusal):
-                // A redirect: never followed, said as it is, and asked again after the back-off.
+                // A redirect (never followed) or another wss key (nothing sent): said as it is, asked again after the back-off.
                 await disconnected()
                 lastProblem = refusal
                 return .refused

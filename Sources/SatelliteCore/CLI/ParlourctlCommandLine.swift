@@ -17,6 +17,8 @@ public struct ParlourctlInvocation: Sendable, Equatable {
         /// Show the link's server and ask to confirm (unless `yes`), then send `pair`. A link
         /// of `-` is read from standard input, which keeps the token out of the process list.
         case pair(link: String, yes: Bool)
+        /// Send `use`; an https key nobody vouches for is shown and asked about (unless `yes`).
+        case use(url: String, yes: Bool)
         /// Read the token from standard input, then send `token set`.
         case setTokenFromInput
         /// Ask on the terminal before stopping a model server (unless `yes`), then send `server stop`.
@@ -105,19 +107,24 @@ public enum ParlourctlCommandLine {
                         to, and asks to confirm; then the satellite checks /health and
                         /v1/models, stores the token and pins the server. The link holds the
                         token: give - to read it from standard input, which keeps it out of
-                        the process list.
+                        the process list. An https server whose certificate no authority
+                        vouches for shows the SHA-256 of its public key and is asked about
+                        (--yes takes it); the key is pinned either way.
                         """,
                     arguments: [ArgumentSpec("<link>", .one, help: "The pairing link, or - to read it from stdin.")],
-                    options: [OptionSpec("--yes", help: "Pair without asking to confirm.")]) { command in
+                    options: [OptionSpec("--yes", help: "Pair without asking to confirm, and trust the https key shown.")]) { command in
             .pair(link: command.arguments[0], yes: command.flags.contains("--yes"))
         },
         CommandSpec(name: "use", abstract: "Pin a server by hand; the token stays as it is.",
                     discussion: """
                         The server is pinned only when /health answers and /v1/models accepts
-                        the token.
+                        the token. An https server whose certificate no authority vouches for
+                        shows the SHA-256 of its public key and is asked about; the key is
+                        pinned either way.
                         """,
-                    arguments: [ArgumentSpec("<url>", .one, help: "The server's address, such as http://den.local:8765.")]) {
-            command in .run(.use(url: command.arguments[0]))
+                    arguments: [ArgumentSpec("<url>", .one, help: "The server's address, such as http://den.local:8765.")],
+                    options: [OptionSpec("--yes", help: "Trust an https key nobody vouches for without asking.")]) {
+            command in .use(url: command.arguments[0], yes: command.flags.contains("--yes"))
         },
         CommandSpec(name: "unpin", abstract: "Forget the pinned server and look for one again.") { _ in .run(.unpin) },
         CommandSpec(name: "token set", abstract: "Store the token read from standard input.",

@@ -22,9 +22,10 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
     /// What Bonjour finds, the pinned one marked.
     case servers
     /// Pair with a `parlour://pair?...` link, which holds the token; the daemon parses it again.
-    case pair(link: String)
+    /// `key`: the https key (`sha256/<base64>`) the person confirmed, for a certificate nobody vouches for.
+    case pair(link: String, key: String? = nil)
     /// Pin a server by hand, after the same checks as pairing, with the token in force.
-    case use(url: String)
+    case use(url: String, key: String? = nil)
     /// Forget the pinned server and look again.
     case unpin
     /// Store a new token (it never travels on a command line, only in this request).
@@ -117,8 +118,8 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .listen(let hold): return hold ? ["hold": true] : [:]
         case .ask(let text): return ["text": .string(text)]
-        case .pair(let link): return ["link": .string(link)]
-        case .use(let url): return ["url": .string(url)]
+        case .pair(let link, let key): return ["link": .string(link)].merging(key.map { ["key": .string($0)] } ?? [:]) { $1 }
+        case .use(let url, let key): return ["url": .string(url)].merging(key.map { ["key": .string($0)] } ?? [:]) { $1 }
         case .tokenSet(let token): return ["token": .string(token)]
         case .room(let name?): return ["name": .string(name)]
         case .roomReset: return ["reset": true]
@@ -134,6 +135,8 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    static let keyProblem = "\"key\" must be the confirmed https key, \"sha256/\" and the base64 of a SHA-256."
+
     static func decode(name: String, fields: [String: JSONValue]) -> Result<ControlCommand, SatelliteError> {
         func bad(_ message: String) -> Result<ControlCommand, SatelliteError> {
             .failure(SatelliteError(.invalidRequest, message))
@@ -141,6 +144,14 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
         func nonEmpty(_ key: String) -> String? {
             guard let text = fields[key]?.stringValue?.trimmed(), !text.isEmpty else { return nil }
             return text
+        }
+        /// The optional "key" of pair and use; throws when it is there but not `sha256/<base64>`.
+        func confirmedKey() throws(SatelliteError) -> String? {
+            switch fields["key"] {
+            case nil, .null?: return nil
+            case .string(let key)? where ServerKey.isValid(key): return key
+            default: throw SatelliteError(.invalidRequest, keyProblem)
+            }
         }
         switch name {
         case "status": return .success(.status)
@@ -208,10 +219,10 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
             }
         case "pair":
             guard let link = nonEmpty("link") else { return bad("pair needs \"link\", the parlour://pair?... link as a string.") }
-            return .success(.pair(link: link))
+            return Result { () throws(SatelliteError) in .pair(link: link, key: try confirmedKey()) }
         case "use":
             guard let url = nonEmpty("url") else { return bad("use needs \"url\", the server's address such as http://den.local:8765.") }
-            return .success(.use(url: url))
+            return Result { () throws(SatelliteError) in .use(url: url, key: try confirmedKey()) }
         case "token set":
             guard let token = nonEmpty("token") else { return bad("token set needs \"token\", a string that is not empty.") }
             return .success(.tokenSet(token: token))

@@ -19,6 +19,7 @@ public enum ControlResult: Sendable, Equatable {
         case .error(let e):
             var fields: [String: JSONValue] = ["status": "error", "error": .string(e.code.rawValue), "message": .string(e.message)]
             if let via = e.via { fields["via"] = .string(via) }
+            if let key = e.serverKey { fields["key"] = .string(key) }
             return .object(fields)
         }
     }
@@ -41,7 +42,8 @@ public enum ControlResult: Sendable, Equatable {
             self = .cancelled(reason)
         case "error":
             let code = json["error"]?.stringValue.flatMap(ErrorCode.init(rawValue:)) ?? .internalError
-            self = .error(SatelliteError(code, json["message"]?.stringValue ?? code.rawValue, via: json["via"]?.stringValue))
+            self = .error(SatelliteError(code, json["message"]?.stringValue ?? code.rawValue, via: json["via"]?.stringValue,
+                                         serverKey: json["key"]?.stringValue))
         default:
             return nil
         }

@@ -20,6 +20,10 @@ public enum ErrorCode: String, Sendable, CaseIterable, Equatable {
     case permissionDenied = "permission_denied"
     case daemonUnavailable = "daemon_unavailable"
     case internalError = "internal_error"
+    /// An https server shows another key than the one pinned (or confirmed): nothing was sent.
+    case serverKeyChanged = "server_key_changed"
+    /// An https server's certificate is vouched for by nobody, and its key awaits a person's yes.
+    case serverKeyUnconfirmed = "server_key_unconfirmed"
 }
 
 /// An error a person can act on: a code for programs and a sentence for people.
@@ -29,11 +33,14 @@ public struct SatelliteError: Error, Sendable, Equatable, CustomStringConvertibl
     /// Who spoke to the room about it: `"satellite"` when the satellite said a notice of its
     /// own (the house could not be reached); nil when nothing was said (INTERFACE.md, "Results").
     public let via: String?
+    /// With `server_key_unconfirmed`: the key shown, for the person to confirm (`sha256/<base64>`).
+    public let serverKey: String?
 
-    public init(_ code: ErrorCode, _ message: String, via: String? = nil) {
+    public init(_ code: ErrorCode, _ message: String, via: String? = nil, serverKey: String? = nil) {
         self.code = code
         self.message = message
         self.via = via
+        self.serverKey = serverKey
     }
 
     public var description: String { message }

@@ -14,18 +14,23 @@ public struct Pin: Sendable, Equatable {
     public var name: String
     public var how: PinHow
     public var pinnedAt: Date
+    /// An https server's public key, `sha256/<base64>` (ServerKey): only a server showing it is sent anything.
+    public var key: String?
 
-    public init(url: String, name: String, how: PinHow, pinnedAt: Date) {
+    public init(url: String, name: String, how: PinHow, pinnedAt: Date, key: String? = nil) {
         self.url = url
         self.name = name
         self.how = how
         self.pinnedAt = pinnedAt
+        self.key = key
     }
 
     /// `{"how","name","pinnedAt","url"}`, with `pinnedAt` in ISO 8601 (UTC, whole seconds).
     public var json: JSONValue {
-        ["url": .string(url), "name": .string(name), "how": .string(how.rawValue),
-         "pinnedAt": .string(pinnedAt.formatted(.iso8601))]
+        var fields: [String: JSONValue] = ["url": .string(url), "name": .string(name), "how": .string(how.rawValue),
+                                           "pinnedAt": .string(pinnedAt.formatted(.iso8601))]
+        if let key { fields["key"] = .string(key) }
+        return .object(fields)
     }
 
     /// The bytes of pin.json: the JSON and a newline.
@@ -59,7 +64,14 @@ public struct Pin: Sendable, Equatable {
         guard let pinnedAt = parseDate(try string("pinnedAt")) else {
             throw PinFileError(file: file, problem: "\"pinnedAt\" is not an ISO 8601 date and time")
         }
-        return Pin(url: url, name: name, how: how, pinnedAt: pinnedAt)
+        var key: String?
+        if fields["key"] != nil {
+            key = try string("key")
+            guard let key, ServerKey.isValid(key) else {
+                throw PinFileError(file: file, problem: "\"key\" should be \"sha256/\" and the base64 of a SHA-256")
+            }
+        }
+        return Pin(url: url, name: name, how: how, pinnedAt: pinnedAt, key: key)
     }
 
     /// ISO 8601 with or without fractional seconds, in UTC or with an offset.

@@ -83,6 +83,10 @@ public enum TransferFailure: Sendable, Equatable {
     case closedMidAnswer
     case tooLarge(limit: Int)
     case cancelled
+    /// The https server showed another public key than the one pinned; nothing was sent.
+    case keyChanged(pinned: String)
+    /// The https server's certificate is vouched for by no authority this machine trusts.
+    case unverified
     case other
 }
 
@@ -165,6 +169,10 @@ public enum ServerAnswers {
         case .cancelled:
             // Whoever cancelled knows why, and reports its own CancelReason.
             return SatelliteError(.internalError, "The request to \(route.rawValue) was cancelled.")
+        case .unverified:
+            return SatelliteError(.serverRefused, "The certificate of \(url) is vouched for by no authority this machine trusts, and no key is pinned for it, so nothing was sent. Pair with it again (parlourctl pair LINK or parlourctl use URL) to see its key and trust it.")
+        case .keyChanged(let pinned):
+            return ServerKey.changed(url: url, shown: nil, pinned: pinned)
         case .other:
             return SatelliteError(.serverUnreachable, "The request to \(url) failed: \(detail).")
         }

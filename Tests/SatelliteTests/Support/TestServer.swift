@@ -12,15 +12,19 @@ final class TestServer: Sendable {
     /// The address it listens on (127.0.0.1, or 198.51.100.1 inside scripts/netns-run).
     let host: String
     private let process: Process
+    /// Serving https and wss with a certificate (see TestCertificate).
+    let secure: Bool
 
-    var url: String { "http://\(host):\(port)" }
+    var url: String { "\(secure ? "https" : "http")://\(host):\(port)" }
 
     static func start(token: String = "test-token-\(UUID().uuidString.prefix(8))", knobs: JSONValue? = nil,
-                      host: String = "127.0.0.1", name: String = "Parlour on den") async throws -> TestServer {
+                      host: String = "127.0.0.1", name: String = "Parlour on den",
+                      tls: TestCertificate? = nil, port fixedPort: Int = 0) async throws -> TestServer {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Package.python)
         var arguments = [Package.root.appendingPathComponent("Tests/Server/parlour_test_server.py").path,
-                         "--host", host, "--port", "0", "--token", token, "--name", name]
+                         "--host", host, "--port", String(fixedPort), "--token", token, "--name", name]
+        if let tls { arguments += ["--cert", tls.certificate, "--key", tls.privateKey] }
         if let knobs { arguments += ["--knobs", knobs.text] }
         process.arguments = arguments
         let out = Pipe()
@@ -62,10 +66,11 @@ final class TestServer: Sendable {
                 }
             }.start()
         }
-        return TestServer(port: port, token: token, host: host, process: process)
+        return TestServer(port: port, token: token, host: host, process: process, secure: tls != nil)
     }
 
-    private init(port: Int, token: String, host: String, process: Process) {
+    private init(port: Int, token: String, host: String, process: Process, secure: Bool) {
+        self.secure = secure
         self.port = port
         self.token = token
         self.host = host
@@ -73,8 +78,9 @@ final class TestServer: Sendable {
     }
 
     private func call(_ method: String, _ path: String, _ body: JSONValue? = nil) async throws -> JSONValue {
-        let response = try await HTTPClient().send(HTTPRequest(
-            method: method, url: url + path, headers: [("Content-Type", "application/json")], body: body?.data))
+        var request = HTTPRequest(method: method, url: url + path, headers: [("Content-Type", "application/json")], body: body?.data)
+        request.verifyPeer = !secure
+        let response = try await HTTPClient().send(request)
         return try JSONValue.parse(response.body)
     }
 

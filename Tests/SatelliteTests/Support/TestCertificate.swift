@@ -1,0 +1,36 @@
+// A self-signed certificate made at test time with Debian's openssl, as a
+// self-signed reverse proxy in front of Parlour would have, and the SHA-256
+// of its public key computed by openssl too (not by the code under test).
+import Foundation
+
+struct TestCertificate: Sendable {
+    let certificate: String
+    let privateKey: String
+    /// `sha256/<base64>` of the DER SubjectPublicKeyInfo, as pin.json holds it.
+    let key: String
+
+    static func make(name: String = "den.local") throws -> TestCertificate {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cert-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let certificate = dir + "/cert.pem", privateKey = dir + "/key.pem"
+        try shell("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=\(name)"
+                  + " -keyout \(privateKey) -out \(certificate) 2>/dev/null")
+        let digest = try shell("openssl x509 -in \(certificate) -pubkey -noout | openssl pkey -pubin -outform der"
+                               + " | openssl dgst -sha256 -binary | base64")
+        return TestCertificate(certificate: certificate, privateKey: privateKey, key: "sha256/" + digest)
+    }
+
+    @discardableResult
+    private static func shell(_ command: String) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = ["-c", "set -o pipefail; " + command]
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw TestFailure("openssl failed: \(command)") }
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
