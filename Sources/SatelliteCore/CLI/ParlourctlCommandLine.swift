@@ -112,7 +112,7 @@ public enum ParlourctlCommandLine {
                         (--yes takes it); the key is pinned either way.
                         """,
                     arguments: [ArgumentSpec("<link>", .one, help: "The pairing link, or - to read it from stdin.")],
-                    options: [OptionSpec("--yes", help: "Pair without asking to confirm, and trust the https key shown.")]) { command in
+                    options: [OptionSpec("--yes", help: "Pair without asking; trust the https key shown.")]) { command in
             .pair(link: command.arguments[0], yes: command.flags.contains("--yes"))
         },
         CommandSpec(name: "use", abstract: "Pin a server by hand; the token stays as it is.",
@@ -123,7 +123,7 @@ public enum ParlourctlCommandLine {
                         pinned either way.
                         """,
                     arguments: [ArgumentSpec("<url>", .one, help: "The server's address, such as http://den.local:8765.")],
-                    options: [OptionSpec("--yes", help: "Trust an https key nobody vouches for without asking.")]) {
+                    options: [OptionSpec("--yes", help: "Trust the https key shown without asking.")]) {
             command in .use(url: command.arguments[0], yes: command.flags.contains("--yes"))
         },
         CommandSpec(name: "unpin", abstract: "Forget the pinned server and look for one again.") { _ in .run(.unpin) },
