@@ -75,7 +75,8 @@ public final class Daemon: Sendable {
         let tokens = TokenStore(stateDirectory: paths.stateDirectory, environment: environment)
         let link = Link(tokens: tokens, http: HTTPClient(bus: bus), bus: bus, keeper: keeper, retryMs: config.server.retryMs)
         let chooser = ServerChooser(pin: pin, discovery: discovery, link: link, bus: bus,
-                                    stateDirectory: paths.stateDirectory, retryMs: config.server.retryMs)
+                                    stateDirectory: paths.stateDirectory, retryMs: config.server.retryMs,
+                                    followMoves: config.server.followMoves)
         var stream: ListenStream?
         if config.transport == .stream {
             stream = ListenStream(

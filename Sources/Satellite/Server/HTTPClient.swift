@@ -79,9 +79,11 @@ private final class Transfer: @unchecked Sendable {
         defer { errorText.deallocate() }
         var headers: UnsafeMutablePointer<curl_slist>?
         defer { curl_slist_free_all(headers) }
+        var resolve: UnsafeMutablePointer<curl_slist>?
+        defer { curl_slist_free_all(resolve) }
 
         do {
-            try configure(handle, errorText: errorText, headers: &headers)
+            try configure(handle, errorText: errorText, headers: &headers, resolve: &resolve)
         } catch {
             return .failure(error)
         }
@@ -126,7 +128,9 @@ private final class Transfer: @unchecked Sendable {
         }
     }
 
-    private func configure(_ handle: UnsafeMutableRawPointer, errorText: UnsafeMutablePointer<CChar>, headers: inout UnsafeMutablePointer<curl_slist>?) throws(HTTPFailure) {
+    private func configure(_ handle: UnsafeMutableRawPointer, errorText: UnsafeMutablePointer<CChar>,
+                           headers: inout UnsafeMutablePointer<curl_slist>?,
+                           resolve: inout UnsafeMutablePointer<curl_slist>?) throws(HTTPFailure) {
         func check(_ code: CURLcode, _ option: String) throws(HTTPFailure) {
             guard code == CURLE_OK else {
                 throw failure(.other, function: "curl_easy_setopt", code: Int(code.rawValue), detail: "\(option): \(String(cString: curl_easy_strerror(code)))")
@@ -154,6 +158,14 @@ private final class Transfer: @unchecked Sendable {
             try check(curl_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 0), "CURLOPT_SSL_VERIFYHOST")
         }
         if request.wantsKey { try check(curl_setopt_long(handle, CURLOPT_CERTINFO, 1), "CURLOPT_CERTINFO") }
+        if let address = ServerAddress(request.url),
+           let entry = PinMoves.resolveEntry(host: address.host, port: address.port, addresses: request.addresses) {
+            guard let list = curl_slist_append(nil, entry) else {
+                throw failure(.other, function: "curl_slist_append", code: -1, detail: "out of memory")
+            }
+            resolve = list
+            try check(curl_setopt_slist(handle, CURLOPT_RESOLVE, list), "CURLOPT_RESOLVE")
+        }
         try check(curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, request.connectTimeout.milliseconds), "CURLOPT_CONNECTTIMEOUT_MS")
         try check(curl_setopt_long(handle, CURLOPT_TIMEOUT_MS, request.totalTimeout.milliseconds), "CURLOPT_TIMEOUT_MS")
         // Refuses an announced oversized body at once; the write callback catches the rest.

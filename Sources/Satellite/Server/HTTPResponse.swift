@@ -27,6 +27,9 @@ public struct HTTPRequest: Sendable, CustomStringConvertible, CustomReflectable 
     /// `verifyPeer` false, also from a certificate nobody vouches for.
     public var wantsKey = false
     public var verifyPeer = true
+    /// The addresses the URL's host must be reached at (pinned at pairing), and no others: curl's
+    /// CURLOPT_RESOLVE, so the name is never looked up afresh. Empty: resolve as usual.
+    public var addresses: [String] = []
 
     public init(
         method: String, url: String, headers: [(name: String, value: String)] = [], body: Data? = nil,

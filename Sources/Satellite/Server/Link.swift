@@ -67,8 +67,8 @@ public actor Link {
     /// Checks a server that is not (or not yet) the one in use: `/health`, then `/v1/models` with
     /// `token`, or with the token in force when nil. The error says which check failed; nothing
     /// is learned about the server in use.
-    public func vet(_ url: String, token: String? = nil, key: String? = nil) async -> Result<Void, SatelliteError> {
-        let client = ParlourClient(baseURL: url, token: token ?? tokens.read(), http: http, key: key)
+    public func vet(_ url: String, token: String? = nil, key: String? = nil, addresses: [String] = []) async -> Result<Void, SatelliteError> {
+        let client = ParlourClient(baseURL: url, token: token ?? tokens.read(), http: http, key: key, addresses: addresses)
         let shown = ServerAnswers.displayURL(url)
         do {
             _ = try await client.health()
@@ -91,9 +91,9 @@ public actor Link {
 
     /// For pairing with an https server: the key it shows and whether an authority vouches for it.
     /// Only `/health`, without the token.
-    public func shownKey(_ url: String) async -> Result<(key: String, verified: Bool), SatelliteError> {
+    public func shownKey(_ url: String, addresses: [String] = []) async -> Result<(key: String, verified: Bool), SatelliteError> {
         do {
-            return .success(try await ParlourClient(baseURL: url, token: nil, http: http).shownKey())
+            return .success(try await ParlourClient(baseURL: url, token: nil, http: http, addresses: addresses).shownKey())
         } catch {
             return .failure(SatelliteError(error.code,
                 "The check of /health at \(ServerAnswers.displayURL(url)) failed, so nothing was changed: \(error.message)"))
@@ -106,7 +106,7 @@ public actor Link {
                 "No server is pinned yet, and none found with Bonjour accepted the token. "
                     + "Pair with parlourctl pair LINK, pin one with parlourctl use URL, or set server.url in the config.")
         }
-        return ParlourClient(baseURL: url, token: tokens.read(), http: http, key: pin?.key)
+        return ParlourClient(baseURL: url, token: tokens.read(), http: http, key: pin?.key, addresses: pin?.addresses ?? [])
     }
 
     public func ask(text: String, client name: String, room: String) async throws(SatelliteError) -> AskAnswer {
@@ -232,6 +232,9 @@ public actor Link {
 
     /// The pinned https key the /listen handshake must see, if any.
     func streamKey() -> String? { pin?.key }
+
+    /// The addresses the /listen socket connects to (the name still goes in Host); empty: look it up.
+    func streamAddresses() -> [String] { pin?.addresses ?? [] }
 
     /// The token for the /listen handshake's Authorization header, and for nothing else.
     func streamToken() -> String? { tokens.read() }

@@ -15,6 +15,8 @@ public struct ParlourClient: Sendable, CustomStringConvertible, CustomReflectabl
     private let token: String?
     /// An https server's pinned key (`sha256/<base64>`); nil: the certificate must be vouched for.
     public let key: String?
+    /// The addresses the server is reached at (Pin.addresses); empty: its host is looked up.
+    public let addresses: [String]
     private let http: HTTPClient
     private let timeout: Duration
     private let pipelineTimeout: Duration
@@ -23,16 +25,17 @@ public struct ParlourClient: Sendable, CustomStringConvertible, CustomReflectabl
     /// - Parameters:
     ///   - baseURL: such as `http://den.local:8765`; a trailing slash is ignored.
     ///   - token: sent as `Authorization: Bearer <token>` on the routes that need it; nil sends none.
-    public init(baseURL: String, token: String?, http: HTTPClient, key: String? = nil) {
+    public init(baseURL: String, token: String?, http: HTTPClient, key: String? = nil, addresses: [String] = []) {
         // /voice and /ask wait for the server's pipeline, which gives up after 45 s.
         // A model server's start loads the model (the app allows 60 s); the doctor may start one too.
         self.init(baseURL: baseURL, token: token, http: http, timeout: .seconds(20), pipelineTimeout: .seconds(60),
-                  adminTimeout: .seconds(90), key: key)
+                  adminTimeout: .seconds(90), key: key, addresses: addresses)
     }
 
     init(baseURL: String, token: String?, http: HTTPClient, timeout: Duration, pipelineTimeout: Duration,
-         adminTimeout: Duration = .seconds(90), key: String? = nil) {
+         adminTimeout: Duration = .seconds(90), key: String? = nil, addresses: [String] = []) {
         self.key = key
+        self.addresses = addresses
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.token = token
         self.http = http
@@ -56,6 +59,7 @@ public struct ParlourClient: Sendable, CustomStringConvertible, CustomReflectabl
         let url = baseURL + ServerRoute.health.rawValue
         var request = HTTPRequest(method: "GET", url: url, headers: [("Accept", "application/json")], totalTimeout: timeout)
         request.wantsKey = true
+        request.addresses = addresses
         for verify in [true, false] {
             request.verifyPeer = verify
             do {
@@ -140,8 +144,9 @@ public struct ParlourClient: Sendable, CustomStringConvertible, CustomReflectabl
         if sendsToken, let token { headers.append(("Authorization", "Bearer " + token)) }
         if let contentType { headers.append(("Content-Type", contentType)) }
         let url = baseURL + route.rawValue + (query.map { "?" + $0 } ?? "")
-        let request = HTTPRequest(method: method, url: url, headers: headers, body: body, totalTimeout: timeout ?? self.timeout,
+        var request = HTTPRequest(method: method, url: url, headers: headers, body: body, totalTimeout: timeout ?? self.timeout,
                                   pinnedKey: baseURL.lowercased().hasPrefix("https:") ? key : nil)
+        request.addresses = addresses
 
         let response: HTTPResponse
         do {

@@ -20,6 +20,7 @@ public actor ServerChooser {
     private let bus: EventBus
     private let stateDirectory: String
     private let retry: Duration
+    private let followMoves: Bool
     /// The servers Bonjour lists now.
     private var found: [DiscoveredServer] = []
     private var newcomers = Newcomers()
@@ -27,8 +28,12 @@ public actor ServerChooser {
     private var pinnedAnswers = true
     private var searching = false
     private var searchAgain = false
+    /// The last move decided, so each is said once.
+    private var lastMove = PinMoves.Decision.stay
 
-    public init(pin: ServerPin, discovery: Discovery, link: Link, bus: EventBus, stateDirectory: String, retryMs: Int) {
+    public init(pin: ServerPin, discovery: Discovery, link: Link, bus: EventBus, stateDirectory: String, retryMs: Int,
+                followMoves: Bool = true) {
+        self.followMoves = followMoves
         self.pin = pin
         self.discovery = discovery
         self.link = link
@@ -83,15 +88,19 @@ public actor ServerChooser {
         case .success(let parsed): link = parsed
         case .failure(let refusal): return .error(refusal)
         }
+        let place = await whereIs(link.url)
         let key: String?
-        switch await trustedKey(link.url, confirmed: confirmed) {
+        switch await trustedKey(link.url, confirmed: confirmed, addresses: place.addresses) {
         case .success(let value): key = value
         case .failure(let refusal): return .error(refusal)
         }
-        if case .failure(let failed) = await self.link.vet(link.url, token: link.token, key: key) { return .error(failed) }
+        if case .failure(let failed) = await self.link.vet(link.url, token: link.token, key: key, addresses: place.addresses) {
+            return .error(failed)
+        }
         do {
             try TokenFile.write(link.token, stateDirectory: stateDirectory)
-            let pinned = try await pin.pin(url: link.url, name: link.name, how: .paired, key: key)
+            let pinned = try await pin.pin(url: link.url, name: link.name, how: .paired, key: key, addresses: place.addresses,
+                                           instance: place.instance)
             await follow(pinned)
             return .completed(["server": pinned.json])
         } catch {
@@ -105,16 +114,18 @@ public actor ServerChooser {
         guard let address = ServerAddress(url) else {
             return .failure(.invalidRequest, "\(url) is not an http or https address with a host. Give one such as http://den.local:8765.")
         }
+        let place = await whereIs(url)
         let key: String?
-        switch await trustedKey(url, confirmed: confirmed) {
+        switch await trustedKey(url, confirmed: confirmed, addresses: place.addresses) {
         case .success(let value): key = value
         case .failure(let refusal): return .error(refusal)
         }
-        if case .failure(let failed) = await link.vet(url, key: key) { return .error(failed) }
+        if case .failure(let failed) = await link.vet(url, key: key, addresses: place.addresses) { return .error(failed) }
         // The name Bonjour gives it, when it is advertised; else its host.
         let name = found.first { address.isAt(host: Self.advertiser($0).host, port: $0.port) }?.name ?? address.host
         do {
-            let pinned = try await pin.pin(url: url, name: name, how: .manual, key: key)
+            let pinned = try await pin.pin(url: url, name: name, how: .manual, key: key, addresses: place.addresses,
+                                           instance: place.instance)
             await follow(pinned)
             return .completed(["server": pinned.json])
         } catch {
@@ -162,10 +173,10 @@ public actor ServerChooser {
 
     /// For https: the key to pin, as ServerKey decides from the key the server shows (over
     /// /health, without the token) and the one the person confirmed. Nil for plain http.
-    private func trustedKey(_ url: String, confirmed: String?) async -> Result<String?, SatelliteError> {
+    private func trustedKey(_ url: String, confirmed: String?, addresses: [String]) async -> Result<String?, SatelliteError> {
         guard ServerAddress(url)?.scheme == "https" else { return .success(nil) }
         let shown: (key: String, verified: Bool)
-        switch await link.shownKey(url) {
+        switch await link.shownKey(url, addresses: addresses) {
         case .success(let value): shown = value
         case .failure(let error): return .failure(error)
         }
@@ -177,10 +188,35 @@ public actor ServerChooser {
         }
     }
 
+    /// Where a server named in a URL is now, to pin: the Bonjour instance that announces that host
+    /// and port (and its addresses), else what the name resolves to. None for an address itself.
+    private func whereIs(_ url: String) async -> (addresses: [String], instance: String?) {
+        guard let address = ServerAddress(url), !PinMoves.isAddress(address.host) else { return ([], nil) }
+        if let announced = found.first(where: { address.isAt(host: $0.host, port: $0.port) }) {
+            let addresses = PinMoves.pinnable(host: address.host, resolved: announced.addresses)
+            if !addresses.isEmpty { return (addresses, announced.name) }
+        }
+        return (PinMoves.pinnable(host: address.host, resolved: await NameLookup.addresses(of: address.host)), nil)
+    }
+
+    /// With the pinned server silent, follows it where its own Bonjour instance now announces it,
+    /// when PinMoves allows; otherwise the journal says why not, once per place.
+    private func followMove() async {
+        guard let current = await pin.current(), current.how != .configured else { return }
+        let announced = found.map { PinMoves.Announcement(instance: $0.name, port: $0.port, addresses: $0.addresses) }
+        let decision = PinMoves.decide(current, pinnedAnswers: pinnedAnswers, announced: announced, followMoves: followMoves)
+        guard decision != lastMove else { return }
+        lastMove = decision
+        if let notice = PinMoves.notice(decision, pin: current) { bus.publish(notice) }
+        guard case .follow(_, let to) = decision, let moved = try? await pin.move(to: to) else { return }
+        await follow(moved)
+    }
+
     // MARK: Following
 
     private func follow(_ pinned: Pin?) async {
         newcomers.forget()
+        lastMove = .stay
         pinnedAnswers = true
         await link.follow(pinned)
     }
@@ -210,6 +246,7 @@ public actor ServerChooser {
 
     /// Names each server that advertises while the pinned one does not answer, once; none is contacted.
     private func reportNewcomers() async {
+        await followMove()
         guard let current = await pin.current() else { return }
         for newcomer in newcomers.report(found.map(Self.advertiser), pinned: current, pinnedAnswers: pinnedAnswers) {
             bus.publish(Newcomers.notice(newcomer, pinned: current))
@@ -229,17 +266,25 @@ public actor ServerChooser {
             searchAgain = false
             guard await pin.current() == nil, !found.isEmpty else { return }
             let chosen = await PinPolicy.firstAccepted(found.map(Self.advertiser)) { candidate in
-                switch await link.vet(candidate.url) {
+                switch await link.vet(candidate.url, addresses: announcedAddresses(candidate)) {
                 case .success: return .accepted
                 case .failure(let error): return error.code == .tokenRefused ? .tokenRefused : .unhealthy
                 }
             }
             guard let chosen else { continue }
             // A person may have paired or chosen meanwhile: then ServerPin refuses, and that pin stays.
-            guard let pinned = try? await pin.pin(url: chosen.url, name: chosen.name, how: .discovered) else { return }
+            guard let pinned = try? await pin.pin(url: chosen.url, name: chosen.name, how: .discovered,
+                                                  addresses: announcedAddresses(chosen), instance: chosen.name) else { return }
             await follow(pinned)
             return
         } while searchAgain
+    }
+
+    /// The addresses Bonjour gives for a found server, as they are pinned (its name is never looked up).
+    private func announcedAddresses(_ candidate: PinPolicy.Advertiser) -> [String] {
+        guard let server = found.first(where: { $0.name == candidate.name && $0.port == candidate.port }),
+              let host = ServerAddress(candidate.url)?.host else { return [] }
+        return PinMoves.pinnable(host: host, resolved: server.addresses)
     }
 
     /// The PinPolicy view of a found server, at the address its `url` uses.

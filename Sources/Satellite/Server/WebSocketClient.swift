@@ -129,16 +129,17 @@ public final class WebSocketClient: @unchecked Sendable {
     /// of connecting is the first event.
     /// With `key` (wss only), the server must show that public key, whoever signed its certificate.
     public static func connect(url: String, headers: [String: String], maxMessage: Int,
-                               maxText: Int = 4096, key: String? = nil) -> WebSocketClient {
-        let client = WebSocketClient(url: url, headers: headers, maxMessage: maxMessage, maxText: maxText, key: key)
+                               maxText: Int = 4096, key: String? = nil, addresses: [String] = []) -> WebSocketClient {
+        let client = WebSocketClient(url: url, headers: headers, maxMessage: maxMessage, maxText: maxText, key: key,
+                                     addresses: addresses)
         SystemThread.start(name: "websocket") { client.serviceRun() }
         return client
     }
 
-    private init(url: String, headers: [String: String], maxMessage: Int, maxText: Int, key: String?) {
+    private init(url: String, headers: [String: String], maxMessage: Int, maxText: Int, key: String?, addresses: [String]) {
         pinnedKey = key
         (events, continuation) = AsyncStream.makeStream(of: WebSocketEvent.self, bufferingPolicy: .unbounded)
-        target = Result { () throws(WebSocketError) in try Target(url: url) }
+        target = Result { () throws(WebSocketError) in try Target(url: url, pinnedAddress: addresses.first) }
         self.url = url
         // lws reads the name up to a NUL (and wants the colon in it); the value goes by length.
         self.headers = headers.sorted { $0.key < $1.key }.map { name, value in
@@ -537,7 +538,8 @@ private struct Target {
     let hostHeader: String
     let pathAndQuery: String
 
-    init(url: String) throws(WebSocketError) {
+    /// `pinnedAddress`: connect there rather than to what the host name resolves to now; the name still goes in Host.
+    init(url: String, pinnedAddress: String? = nil) throws(WebSocketError) {
         guard let parts = URLComponents(string: url) else { throw .badURL("it is not a URL") }
         switch parts.scheme?.lowercased() {
         case "ws": secure = false
@@ -545,10 +547,11 @@ private struct Target {
         default: throw .badURL("it is not ws:// or wss://")
         }
         guard let host = parts.host, !host.isEmpty else { throw .badURL("it has no host") }
-        address = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        let name = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        address = pinnedAddress ?? name
         let defaultPort = secure ? 443 : 80
         port = parts.port ?? defaultPort
-        let shownHost = address.contains(":") ? "[\(address)]" : address
+        let shownHost = name.contains(":") ? "[\(name)]" : name
         hostHeader = port == defaultPort ? shownHost : "\(shownHost):\(port)"
         let path = parts.percentEncodedPath.isEmpty ? "/" : parts.percentEncodedPath
         pathAndQuery = parts.percentEncodedQuery.map { "\(path)?\($0)" } ?? path

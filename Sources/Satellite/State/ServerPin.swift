@@ -41,7 +41,8 @@ public actor ServerPin {
     /// Pins `url` and writes pin.json. Refused when PinPolicy says so or the URL is not http(s)
     /// with a host; a name left empty becomes the URL's host. The caller has made the checks.
     @discardableResult
-    public func pin(url: String, name: String, how: PinHow, key: String? = nil) throws(SatelliteError) -> Pin {
+    public func pin(url: String, name: String, how: PinHow, key: String? = nil, addresses: [String] = [],
+                    instance: String? = nil) throws(SatelliteError) -> Pin {
         if let refusal = PinPolicy.refusalToPin(how: how, configuredURL: configuredURL, stored: stored) { throw refusal }
         let url = url.trimmed()
         guard let address = ServerAddress(url) else {
@@ -49,8 +50,27 @@ public actor ServerPin {
                 "\(url) is not an http or https address with a host. Give one such as http://den.local:8765.")
         }
         let trimmedName = name.trimmed()
-        let pin = Pin(url: url, name: trimmedName.isEmpty ? address.host : trimmedName, how: how,
+        var pin = Pin(url: url, name: trimmedName.isEmpty ? address.host : trimmedName, how: how,
                       pinnedAt: ServerPin.wholeSeconds(now()), key: key)
+        pin.addresses = addresses
+        pin.instance = instance
+        try save(pin)
+        let keyed = key.map { ", and only while it shows the key \($0)" } ?? ""
+        var fields = ["server_url": pin.url, "server_name": pin.name, "how": how.rawValue]
+        if let key { fields["server_key"] = key }
+        bus.notice(.notice, "Pinned \(pin.name) at \(pin.url) (\(how.rawValue)): only it gets a request or the token\(keyed).", fields)
+        return pin
+    }
+
+    /// The pinned server followed to `addresses` (PinMoves decided so); nil when nothing is pinned.
+    public func move(to addresses: [String]) throws(SatelliteError) -> Pin? {
+        guard var pin = stored, current()?.how != .configured else { return nil }
+        pin.addresses = addresses
+        try save(pin)
+        return pin
+    }
+
+    private func save(_ pin: Pin) throws(SatelliteError) {
         do {
             try AtomicFile.makeFolder(stateDirectory, mode: 0o700)
             try AtomicFile.write(pin.fileData, to: file, mode: 0o644)
@@ -58,11 +78,6 @@ public actor ServerPin {
             throw error.satelliteError("The pinned server could not be saved")
         }
         stored = pin
-        let keyed = key.map { ", and only while it shows the key \($0)" } ?? ""
-        var fields = ["server_url": pin.url, "server_name": pin.name, "how": how.rawValue]
-        if let key { fields["server_key"] = key }
-        bus.notice(.notice, "Pinned \(pin.name) at \(pin.url) (\(how.rawValue)): only it gets a request or the token\(keyed).", fields)
-        return pin
     }
 
     /// Forgets the pin and removes pin.json, broken or not. Returns the pin forgotten, if there was one.

@@ -129,7 +129,8 @@ public actor ListenStream {
             var headers: [String: String] = [:]
             if let token = await link.streamToken() { headers["Authorization"] = "Bearer \(token)" }
             let client = WebSocketClient.connect(url: url, headers: headers, maxMessage: Self.maxBinary,
-                                                 maxText: ListenMessage.maxTextBytes, key: await link.streamKey())
+                                                 maxText: ListenMessage.maxTextBytes, key: await link.streamKey(),
+                                                 addresses: await link.streamAddresses())
             let ending = await session(client, url: url, room: room)
             if Task.isCancelled { break }
             if let why = closing {

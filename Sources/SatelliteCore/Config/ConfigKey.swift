@@ -49,6 +49,7 @@ struct ConfigKey: Sendable {
         .string("room", \.room, check: room),
         .string("server.url", \.server.url, check: serverURL),
         .milliseconds("server.retryMs", \.server.retryMs, 1_000...3_600_000),
+        .flag("server.followMoves", \.server.followMoves),
         .choice("transport", \.transport),
         .choice("wake", \.wake),
         .string("audio.input", \.audio.input, check: deviceName),

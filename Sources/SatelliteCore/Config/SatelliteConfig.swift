@@ -26,10 +26,14 @@ public struct SatelliteConfig: Sendable, Equatable {
         public var url: String
         /// The cap of the reconnect back-off.
         public var retryMs: Int
+        /// Follow the pinned server to a new address its own Bonjour instance announces while the
+        /// old one does not answer (plain http), or that its pinned key proves (https); false: a person decides.
+        public var followMoves: Bool
 
-        public init(url: String, retryMs: Int) {
+        public init(url: String, retryMs: Int, followMoves: Bool = true) {
             self.url = url
             self.retryMs = retryMs
+            self.followMoves = followMoves
         }
     }
 

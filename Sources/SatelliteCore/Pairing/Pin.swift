@@ -16,6 +16,11 @@ public struct Pin: Sendable, Equatable {
     public var pinnedAt: Date
     /// An https server's public key, `sha256/<base64>` (ServerKey): only a server showing it is sent anything.
     public var key: String?
+    /// The addresses the server's name stood for when it was pinned: the only ones it is reached
+    /// at (empty: the URL's host is an address itself, or nothing resolved it).
+    public var addresses: [String] = []
+    /// The Bonjour instance name that announced it, if one did: the only voice a move is heard from.
+    public var instance: String?
 
     public init(url: String, name: String, how: PinHow, pinnedAt: Date, key: String? = nil) {
         self.url = url
@@ -30,6 +35,8 @@ public struct Pin: Sendable, Equatable {
         var fields: [String: JSONValue] = ["url": .string(url), "name": .string(name), "how": .string(how.rawValue),
                                            "pinnedAt": .string(pinnedAt.formatted(.iso8601))]
         if let key { fields["key"] = .string(key) }
+        if !addresses.isEmpty { fields["addresses"] = .array(addresses.map(JSONValue.string)) }
+        if let instance { fields["instance"] = .string(instance) }
         return .object(fields)
     }
 
@@ -71,7 +78,16 @@ public struct Pin: Sendable, Equatable {
                 throw PinFileError(file: file, problem: "\"key\" should be \"sha256/\" and the base64 of a SHA-256")
             }
         }
-        return Pin(url: url, name: name, how: how, pinnedAt: pinnedAt, key: key)
+        var pin = Pin(url: url, name: name, how: how, pinnedAt: pinnedAt, key: key)
+        if let list = fields["addresses"] {
+            guard let items = list.arrayValue?.compactMap(\.stringValue), items.count == list.arrayValue?.count,
+                  items.allSatisfy(PinMoves.isAddress) else {
+                throw PinFileError(file: file, problem: "\"addresses\" should be a list of IP addresses")
+            }
+            pin.addresses = items
+        }
+        if fields["instance"] != nil { pin.instance = try string("instance") }
+        return pin
     }
 
     /// ISO 8601 with or without fractional seconds, in UTC or with an offset.

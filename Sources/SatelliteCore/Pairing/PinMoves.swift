@@ -1,0 +1,98 @@
+// Where the pinned server is reached, and when it may be followed elsewhere. A
+// name such as den.local is answered by whoever speaks first on the network, so
+// the addresses it stood for at pinning are the only ones used; a server that
+// moves is followed only on proof. Easy to get wrong: a name that merely
+// resolves elsewhere proves nothing, and on plain http nothing but the pinned
+// Bonjour instance announcing the new address, while the old one is silent,
+// counts; on https the pinned key proves the server wherever it is.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import Glibc
+
+/// The pure rules of addresses and moves.
+public enum PinMoves {
+    /// Whether `text` is an IPv4 or IPv6 address (an IPv6 one may carry a `%zone`).
+    public static func isAddress(_ text: String) -> Bool {
+        var v4 = in_addr(), v6 = in6_addr()
+        let bare = text.split(separator: "%", maxSplits: 1).first.map(String.init) ?? text
+        return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, bare, &v6) == 1
+    }
+
+    /// The addresses to pin for a server whose URL names `host`: none when the host is an address
+    /// itself; link-local IPv6 addresses are left out (curl's resolve list cannot carry a zone).
+    public static func pinnable(host: String, resolved: [String]) -> [String] {
+        if isAddress(host) { return [] }
+        var seen = Set<String>()
+        return resolved.filter { !DiscoveredServer.isLinkLocalIPv6($0) && isAddress($0) && seen.insert($0).inserted }
+    }
+
+    /// curl's CURLOPT_RESOLVE entry that sends `host:port` to `addresses` alone, or nil when there are none.
+    public static func resolveEntry(host: String, port: Int, addresses: [String]) -> String? {
+        guard !addresses.isEmpty else { return nil }
+        return "\(host):\(port):" + addresses.map { $0.contains(":") ? "[\($0)]" : $0 }.joined(separator: ",")
+    }
+
+    /// What Bonjour says now about the pinned server's instance.
+    public struct Announcement: Sendable, Equatable {
+        public var instance: String
+        public var port: Int
+        public var addresses: [String]
+
+        public init(instance: String, port: Int, addresses: [String]) {
+            self.instance = instance
+            self.port = port
+            self.addresses = addresses
+        }
+    }
+
+    public enum Decision: Sendable, Equatable {
+        /// Nothing to do: it answers, nothing moved, or nobody announced it elsewhere.
+        case stay
+        /// Follow it: pin these addresses instead (the journal names both).
+        case follow(from: [String], to: [String])
+        /// It was announced elsewhere, but it may not be followed: a person decides. `why` says what.
+        case wait(from: [String], to: [String], why: String)
+    }
+
+    /// With the pinned server silent (`pinnedAnswers` false), whether to follow its instance's
+    /// announcement. Only the instance recorded at pinning counts, at the pinned port; http needs
+    /// nothing more (the old address is silent), https needs its pinned key (which each
+    /// connection then checks); `followMoves` false makes every move wait.
+    public static func decide(_ pin: Pin, pinnedAnswers: Bool, announced: [Announcement], followMoves: Bool) -> Decision {
+        guard !pinnedAnswers, !pin.addresses.isEmpty, let instance = pin.instance,
+              let address = ServerAddress(pin.url),
+              let own = announced.first(where: { $0.instance == instance && $0.port == address.port }) else { return .stay }
+        let to = pinnable(host: address.host, resolved: own.addresses)
+        guard !to.isEmpty, Set(to) != Set(pin.addresses), Set(to).isDisjoint(with: pin.addresses) else { return .stay }
+        if !followMoves {
+            return .wait(from: pin.addresses, to: to, why: "server.followMoves is false")
+        }
+        if address.scheme == "https" && pin.key == nil {
+            return .wait(from: pin.addresses, to: to, why: "no key is pinned for this https server")
+        }
+        return .follow(from: pin.addresses, to: to)
+    }
+
+    /// The journal line for a decision that is not `.stay`.
+    public static func notice(_ decision: Decision, pin: Pin) -> SatelliteEvent? {
+        let fields = { (from: [String], to: [String]) in
+            ["server_url": pin.url, "from_addresses": from.joined(separator: " "), "to_addresses": to.joined(separator: " ")]
+        }
+        switch decision {
+        case .stay:
+            return nil
+        case .follow(let from, let to):
+            return .notice(.notice,
+                "The pinned server \(pin.name) (\(pin.url)) no longer answers at \(from.joined(separator: ", ")), and its own "
+                    + "Bonjour instance announces it at \(to.joined(separator: ", ")): following it there.", fields: fields(from, to))
+        case .wait(let from, let to, let why):
+            return .notice(.warning,
+                "The pinned server \(pin.name) (\(pin.url)) no longer answers at \(from.joined(separator: ", ")), and its Bonjour "
+                    + "instance announces it at \(to.joined(separator: ", ")). It was not followed (\(why)) and nothing was sent "
+                    + "there. To move to it: parlourctl use \(pin.url), or pair again.", fields: fields(from, to))
+        }
+    }
+}
