@@ -26,6 +26,7 @@ import json
 import math
 import re
 import signal
+import socket
 import ssl
 import struct
 import sys
@@ -1306,10 +1307,21 @@ class TestServer:
         """Loopback, or this machine talking to its own address (a test inside a network namespace)."""
         remote = request.remote or ""
         own = request.transport.get_extra_info("sockname") if request.transport else None
-        return loopback(remote if ":" not in remote else f"[{remote}]") or (own is not None and own[0] == remote)
+        return (loopback(remote if ":" not in remote else f"[{remote}]") or (own is not None and own[0] == remote)
+                or own_address(remote))
 
 
 HTML_GARBAGE = b"<!doctype html><html><head><title>Sign in</title></head><body><h1>Sign in to the guest network</h1></body></html>"
+
+
+def own_address(address: str) -> bool:
+    """Whether the address is one of this machine's (a namespace with several on one interface): only those bind."""
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.bind((address, 0))
+        return True
+    except OSError:
+        return False
 
 
 def is_upgrade(request: web.BaseRequest) -> bool:

@@ -207,9 +207,11 @@ public actor ServerChooser {
         let decision = PinMoves.decide(current, pinnedAnswers: pinnedAnswers, announced: announced, followMoves: followMoves)
         guard decision != lastMove else { return }
         lastMove = decision
+        if case .follow(_, let to) = decision {
+            guard let moved = try? await pin.move(to: to) else { return }
+            await follow(moved)
+        }
         if let notice = PinMoves.notice(decision, pin: current) { bus.publish(notice) }
-        guard case .follow(_, let to) = decision, let moved = try? await pin.move(to: to) else { return }
-        await follow(moved)
     }
 
     // MARK: Following

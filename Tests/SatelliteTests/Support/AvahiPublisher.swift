@@ -9,10 +9,20 @@ final class AvahiPublisher: Sendable {
     private let process: Process
 
     /// Publishes `name` and returns once avahi-daemon has established it.
-    static func start(name: String, type: String = "_parlour._tcp", port: Int, txt: [String]) async throws -> AvahiPublisher {
+    /// `host`: the host name its SRV record names (avahi-publish -H), instead of the daemon's own.
+    static func start(name: String, type: String = "_parlour._tcp", port: Int, txt: [String], host: String? = nil) async throws -> AvahiPublisher {
+        try await start(arguments: ["-s"] + (host.map { ["-H", $0] } ?? []) + [name, type, String(port)] + txt, name: name)
+    }
+
+    /// Publishes that host name at `address` (an A record, no reverse), as a machine answering for it would.
+    static func address(host: String, _ address: String) async throws -> AvahiPublisher {
+        try await start(arguments: ["-a", "-R", host, address], name: host)
+    }
+
+    private static func start(arguments: [String], name: String) async throws -> AvahiPublisher {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/avahi-publish")
-        process.arguments = ["-s", name, type, String(port)] + txt
+        process.arguments = arguments
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output

@@ -1,0 +1,91 @@
+// A pinned server's name moving to another address, with the real avahi-daemon of
+// scripts/netns-run. The pinned server, house.local at 198.51.100.2, goes away;
+// first house.local is answered from 198.51.100.3 by a hostile server with the
+// house's token that logs every credential it is shown: the satellite keeps to
+// the pinned address and sends it nothing. Then the server's own Bonjour instance
+// announces it at 198.51.100.4: with server.followMoves it is followed (the
+// journal names both addresses), without it a person must decide.
+import Foundation
+import Testing
+import SatelliteCore
+
+@Suite("a pinned server is reached where it was pinned", .serialized, .timeLimit(.minutes(2)))
+struct PinMoveTests {
+    static let host = "house.local"
+
+    static func pinFile(_ daemon: DaemonHarness) throws -> Pin {
+        let file = daemon.stateDirectory + "/pin.json"
+        return try Pin.decode(try Data(contentsOf: URL(fileURLWithPath: file)), file: file)
+    }
+
+    static func addAddress(_ address: String) async throws {
+        let done = try await Subprocess.run("/usr/sbin/ip", ["addr", "add", address + "/24", "dev", "d0"])
+        guard done.status == 0 || done.err.contains("File exists") || done.err.contains("already assigned") else { throw TestFailure("ip addr add \(address): \(done.err)") }
+    }
+
+    func moves(followMoves: Bool) async throws {
+        _ = try RealAvahi()
+        for address in ["198.51.100.2", "198.51.100.3", "198.51.100.4"] { try await Self.addAddress(address) }
+        let token = "tok-\(UUID().uuidString)"
+        let first = try await TestServer.start(token: token, host: "198.51.100.2")
+        let port = first.port
+        let name = "Parlour on house \(UUID().uuidString.prefix(6))"
+        var hostAd = try await AvahiPublisher.address(host: Self.host, "198.51.100.2")
+        var serviceAd = try await AvahiPublisher.start(name: name, port: port, txt: ["role=server"], host: Self.host)
+        let config: JSONValue = ["name": "hall-pi", "transport": "record",
+                                 "server": ["retryMs": 1000, "followMoves": .bool(followMoves)],
+                                 "audio": ["input": "testmic", "output": "testspeaker"]]
+        let daemon = try await DaemonHarness.start(config: config, token: token)
+        let watch = try await Watcher.start(daemon)
+        _ = await watch.notice("Pinned \(name)")
+        let pinned = try Self.pinFile(daemon)
+        #expect(pinned.url == "http://\(Self.host):\(port)")
+        #expect(pinned.addresses == ["198.51.100.2"] && pinned.instance == name)
+
+        // The server goes; its name is answered elsewhere, with no Bonjour instance saying so.
+        await serviceAd.stop()
+        await first.shutdown()
+        await hostAd.stop()
+        let hostile = try await TestServer.start(token: token, host: "198.51.100.3", port: port)
+        defer { hostile.stop() }
+        hostAd = try await AvahiPublisher.address(host: Self.host, "198.51.100.3")
+        let asked = try await daemon.result("ask", "is anyone there")
+        #expect(asked["error"] == "server_unreachable", "\(asked)")
+        _ = await watch.server { $0["reachable"] == false }
+        #expect(try Self.pinFile(daemon).addresses == ["198.51.100.2"])
+
+        // Its own instance announces it at a new address while the old one is silent.
+        await hostAd.stop()
+        let moved = try await TestServer.start(token: token, host: "198.51.100.4", port: port)
+        defer { moved.stop() }
+        hostAd = try await AvahiPublisher.address(host: Self.host, "198.51.100.4")
+        serviceAd = try await AvahiPublisher.start(name: name, port: port, txt: ["role=server"], host: Self.host)
+        if followMoves {
+            let notice = await watch.notice("no longer answers at 198.51.100.2", "announces it at 198.51.100.4", "following it there")
+            #expect(notice?["from_addresses"] == "198.51.100.2" && notice?["to_addresses"] == "198.51.100.4")
+            #expect(try Self.pinFile(daemon).addresses == ["198.51.100.4"])
+            let answered = try await daemon.result("ask", "are you back")
+            #expect(answered["status"] == "completed", "\(answered)")
+            let got = try await moved.requests()
+            #expect(got.contains { $0["path"] == "/ask" && $0["tokenOk"] == true }, "\(got)")
+        } else {
+            let notice = await watch.notice("announces it at 198.51.100.4", "It was not followed (server.followMoves is false)")
+            #expect(notice != nil)
+            #expect(try Self.pinFile(daemon).addresses == ["198.51.100.2"])
+            #expect(try await daemon.result("ask", "are you back")["error"] == "server_unreachable")
+            #expect(try await moved.requests().isEmpty)
+        }
+        #expect(await daemon.stop() == 0)
+        let seen = try await hostile.requests()
+        #expect(seen.isEmpty, "the server the name moved to was sent \(seen)")
+        print("FIGURE move followMoves=\(followMoves) addressesMoved=2 tokenToWrongPlace=\(seen.filter { $0["credential"] != .null }.count)")
+        await serviceAd.stop()
+        await hostAd.stop()
+    }
+
+    @Test("a name that resolves elsewhere is not followed; its own instance's announcement is, and the journal names both addresses")
+    func followed() async throws { try await moves(followMoves: true) }
+
+    @Test("with server.followMoves false, the announced move waits for a person and nothing goes there")
+    func waits() async throws { try await moves(followMoves: false) }
+}
