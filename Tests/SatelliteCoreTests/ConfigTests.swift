@@ -139,7 +139,7 @@ struct ConfigTests {
          #"satellite.json: audio.mixer: expected a mixer control name such as "Master", "PCM" or "Speaker" (amixer scontrols lists them), found """#),
         (#"{"audio": {"mixerCard": 1}}"#, "satellite.json: audio.mixerCard: expected a string, found 1"),
         (#"{"server": "http://parlour.local:8765"}"#,
-         #"satellite.json: server: expected an object with the keys url, retryMs, found "http://parlour.local:8765""#),
+         #"satellite.json: server: expected an object with the keys url, retryMs, followMoves, found "http://parlour.local:8765""#),
     ])
     func wrongValue(text: String, message: String) {
         #expect(error(text) == message)

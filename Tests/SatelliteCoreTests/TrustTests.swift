@@ -99,3 +99,66 @@ struct TrustTests {
         #expect(refusal.code == .invalidRequest)
     }
 }
+
+@Suite("where the pinned server is reached, and when it is followed")
+struct PinMovesTests {
+    static let base: Pin = {
+        var pin = Pin(url: "http://house.local:8765", name: "House", how: .discovered, pinnedAt: Date(timeIntervalSince1970: 0))
+        pin.addresses = ["198.51.100.2"]
+        pin.instance = "Parlour on house"
+        return pin
+    }()
+
+    static func announced(instance: String = "Parlour on house", port: Int = 8765, _ addresses: [String]) -> [PinMoves.Announcement] {
+        [PinMoves.Announcement(instance: instance, port: port, addresses: addresses)]
+    }
+
+    @Test("the addresses pinned: none for an address host, no link-local, no repeats")
+    func pinnable() {
+        #expect(PinMoves.pinnable(host: "198.51.100.2", resolved: ["198.51.100.2"]) == [])
+        #expect(PinMoves.pinnable(host: "2001:db8::1", resolved: ["2001:db8::1"]) == [])
+        #expect(PinMoves.pinnable(host: "den.local", resolved: ["10.0.0.2", "fe80::1%eth0", "2001:db8::2", "10.0.0.2", "junk"])
+            == ["10.0.0.2", "2001:db8::2"])
+        #expect(PinMoves.resolveEntry(host: "den.local", port: 8765, addresses: ["10.0.0.2", "2001:db8::2"])
+            == "den.local:8765:10.0.0.2,[2001:db8::2]")
+        #expect(PinMoves.resolveEntry(host: "den.local", port: 8765, addresses: []) == nil)
+    }
+
+    @Test("a move is followed only from the pinned instance, at its port, to new addresses, while the old is silent", arguments: [
+        (base, false, announced(["198.51.100.4"]), true, PinMoves.Decision.follow(from: ["198.51.100.2"], to: ["198.51.100.4"])),
+        (base, true, announced(["198.51.100.4"]), true, .stay),
+        (base, false, announced(instance: "Somebody else", ["198.51.100.4"]), true, .stay),
+        (base, false, announced(port: 9000, ["198.51.100.4"]), true, .stay),
+        (base, false, announced(["198.51.100.2"]), true, .stay),
+        (base, false, announced(["198.51.100.2", "198.51.100.4"]), true, .stay),
+        (base, false, [], true, .stay),
+        (base, false, announced(["198.51.100.4"]), false,
+         .wait(from: ["198.51.100.2"], to: ["198.51.100.4"], why: "server.followMoves is false")),
+    ] as [(Pin, Bool, [PinMoves.Announcement], Bool, PinMoves.Decision)])
+    func decide(pin: Pin, answers: Bool, announced: [PinMoves.Announcement], follow: Bool, decision: PinMoves.Decision) {
+        #expect(PinMoves.decide(pin, pinnedAnswers: answers, announced: announced, followMoves: follow) == decision)
+    }
+
+    @Test("https follows only with a pinned key; a pin without addresses or instance never moves")
+    func httpsAndBare() {
+        var https = Self.base
+        https.url = "https://house.local:8765"
+        #expect(PinMoves.decide(https, pinnedAnswers: false, announced: Self.announced(["198.51.100.4"]), followMoves: true)
+            == .wait(from: ["198.51.100.2"], to: ["198.51.100.4"], why: "no key is pinned for this https server"))
+        https.key = TrustTests.a
+        #expect(PinMoves.decide(https, pinnedAnswers: false, announced: Self.announced(["198.51.100.4"]), followMoves: true)
+            == .follow(from: ["198.51.100.2"], to: ["198.51.100.4"]))
+        var bare = Self.base
+        bare.instance = nil
+        #expect(PinMoves.decide(bare, pinnedAnswers: false, announced: Self.announced(["198.51.100.4"]), followMoves: true) == .stay)
+    }
+
+    @Test("pin.json keeps the addresses and the instance, and refuses addresses that are not addresses")
+    func codec() throws {
+        let text = String(decoding: Self.base.fileData, as: UTF8.self)
+        #expect(text.contains(#""addresses":["198.51.100.2"]"#) && text.contains(#""instance":"Parlour on house""#))
+        #expect(try Pin.decode(Self.base.fileData, file: "pin.json") == Self.base)
+        let bad = #"{"url":"http://house.local","name":"H","how":"manual","pinnedAt":"2024-05-01T12:00:00Z","addresses":["evil.example"]}"#
+        #expect(throws: PinFileError.self) { try Pin.decode(Data(bad.utf8), file: "pin.json") }
+    }
+}
