@@ -56,7 +56,6 @@ public actor ListenStream {
     /// The connection in use, once it opened; `connectionNumber` tells a new one from the last.
     private var connection: WebSocketClient?
     private var connectionNumber = 0
-    private var isReady = false
     /// Why the last connection ended or failed, for a turn asked for while there is none.
     private var lastProblem = SatelliteError(.serverUnreachable, "The satellite has not connected to the server's /listen yet.")
     /// The last disconnect said in the journal, so a server that stays away is not said every attempt.
@@ -73,19 +72,21 @@ public actor ListenStream {
     private var microphoneRetry = Backoff(first: .seconds(1), cap: .seconds(30))
     private var microphoneRetryTask: Task<Void, Never>?
 
+    /// The turn's state and its decisions (TurnMachine); everything below is I/O around it.
+    private var machine: TurnMachine
     /// The reply playing, and which one, so a late end is not taken for a newer one's.
     private var playing: (number: Int, task: Task<Void, Never>)?
     private var plays = 0
-
-    private var turn: PushTurn?
+    /// The push turn's ear: its endpointer and whether its holder let go.
+    private var ear: (number: Int, endpointer: Endpointer, released: @Sendable () async -> Bool)?
+    /// When the endpointer last decided, for the `decided` record.
+    private var decidedAt: UInt64 = 0
     private var turns = 0
-    /// Wake mode: whether the server said it is listening (its turn, not a push turn).
-    private var serverListening = false
+    /// Callers waiting for their turn's result, and results given before their caller waited.
+    private var waiting: [Int: CheckedContinuation<ControlResult, Never>] = [:]
+    private var results: [Int: ControlResult] = [:]
+    private var timers: [Int: Task<Void, Never>] = [:]
 
-    /// The microphone stays closed and nothing goes up.
-    private var muted: Bool
-    /// What the server last said it is doing (wake mode): a turn of its own is under way unless idle.
-    private var serverState = ListenState.idle
     /// Set when the socket is to be reopened (a new room) once nothing is under way: why, for the journal.
     private var reopening: String?
     /// Set when the socket was closed on purpose to reopen it: why.
@@ -94,7 +95,9 @@ public actor ListenStream {
     public init(settings: Settings, link: Link, capture: AudioCapture, playback: Playback, bus: EventBus, keeper: StateKeeper,
                 cues: CuePlayer? = nil, muted: Bool = false) {
         self.settings = settings
-        self.muted = muted
+        self.machine = TurnMachine(settings: .init(
+            streamsRoom: settings.mode == .wake, maxUtteranceSamples: settings.endpointing.maxUtteranceMs * 16,
+            timeoutSeconds: settings.turnTimeout.components.seconds), muted: muted)
         self.link = link
         self.capture = capture
         self.playback = playback
@@ -150,8 +153,8 @@ public actor ListenStream {
             await pause(delay)
         }
         await disconnected()
-        if let current = playing { current.task.cancel(); await current.task.value }
-        await setMicrophone()
+        await perform(machine.handle(.shutdown))
+        if let current = playing { await current.task.value }
     }
 
     /// One connection, from connecting to its last event; says how it ended. `room` is the one in `url`.
@@ -182,9 +185,7 @@ public actor ListenStream {
                 let bound = kind == .text ? "4 KiB" : "8 MiB"
                 let why = "The server sent a \(kind.rawValue) message of \(bytes) bytes, over the \(bound) bound; it was dropped."
                 bus.notice(.error, why, ["bytes": String(bytes)])
-                if let current = turn, current.phase == .answering, kind == .binary {
-                    finishTurn(current.number, .failure(.badAnswer, "\(why) The answer cannot be played."))
-                }
+                if kind == .binary { await perform(machine.handle(.answerLost(why: why))) }
                 outOfStep = why
                 client.close()
             case .closed(let code, let reason):
@@ -231,17 +232,11 @@ public actor ListenStream {
 
     /// The connection is gone: a push turn under way gets its result, and the microphone closes.
     private func disconnected() async {
-        guard connection != nil || isReady else { return }
+        guard connection != nil || machine.ready else { return }
         connection = nil
-        isReady = false
-        serverState = .idle
         // Reopened on purpose, it is back at once: no `offline` flickers past.
         if closing == nil { keeper.update { $0.streamConnected = false } }
-        if let current = turn, current.phase != .playing {
-            finishTurn(current.number, .failure(.serverUnreachable, "The connection to the server ended during the turn. \(lastProblem.message)"))
-        }
-        if playing == nil { keeper.update { $0.phase = nil } }
-        await setMicrophone()
+        await perform(machine.handle(.disconnected(why: lastProblem.message)))
     }
 
     private func pause(_ delay: Duration) async {
@@ -274,23 +269,18 @@ public actor ListenStream {
         }
         switch message {
         case .ready(_, _, let mode):
-            isReady = true
             policy.ready()
             if mode != settings.mode {
                 bus.notice(.warning, "The server took the /listen socket as \(mode.rawValue) mode, not \(settings.mode.rawValue).")
             }
-            await setMicrophone()
+            await perform(machine.handle(.ready))
         case .state(let state, let text):
-            await self.serverState(state, text: text)
+            await perform(machine.handle(.serverState(state, text: text)))
         case .reply(let text, let via):
-            bus.publish(.reply(text: text, via: via))
-            if var current = turn, current.phase == .answering {
-                current.reply = (text, via)
-                turn = current
-            }
+            await perform(machine.handle(.reply(text: text, via: via)))
         case .stop:
             // The server heard its wake word: whatever plays stops now.
-            if playing != nil { await playback.cancel() }
+            await perform(machine.handle(.stop))
         case .unknown(let type):
             if unknownTypes.insert(type).inserted {
                 bus.notice(.info, "The server sent a message of type \"\(type)\", unknown here; such messages are ignored.", ["type": type])
@@ -298,66 +288,62 @@ public actor ListenStream {
         }
     }
 
-    private func serverState(_ state: ListenState, text: String?) async {
-        serverState = state
-        defer { reopenIfQuiet() }
-        if var current = turn {
-            // Until `end` went up, the states are not about this turn.
-            guard current.phase == .answering else { return }
-            switch state {
-            case .thinking:
-                current.sawThinking = true
-                if let text, !text.isEmpty {
-                    current.heard = text
-                    bus.publish(.heard(text))
-                }
-                turn = current
-            case .idle where current.sawThinking && current.reply == nil:
-                finishTurn(current.number, current.silentEnd)
-            case .idle, .listening, .speaking:
-                break
-            }
-            return
-        }
-        // Wake mode: the server's turn, shown as the satellite's own state.
-        let wasListening = serverListening
-        serverListening = state == .listening
-        switch state {
-        case .listening:
-            if playing == nil { keeper.update { $0.phase = .listening } }
-            if !wasListening { await cues?.play(.awake) }
-        case .thinking:
-            keeper.update { $0.phase = .thinking }
-            if wasListening { await cues?.play(.done) }
-            if let text, !text.isEmpty { bus.publish(.heard(text)) }
-        case .speaking: break  // speaking starts when the WAV plays
-        case .idle: if playing == nil { keeper.update { $0.phase = nil } }
+    private func received(_ wav: Data) async {
+        do {
+            let audio = try WAV.decode(wav)
+            await perform(machine.handle(.audio), audio: audio)
+        } catch {
+            let why = "The server's spoken answer is not a WAV this satellite can play: \(error)."
+            await perform(machine.handle(.badAudio(why: why, bytes: wav.count)))
         }
     }
 
-    private func received(_ wav: Data) async {
-        let audio: PCMAudio
-        do {
-            audio = try WAV.decode(wav)
-        } catch {
-            let why = "The server's spoken answer is not a WAV this satellite can play: \(error)."
-            if let current = turn, current.phase == .answering {
-                finishTurn(current.number, .failure(.badAnswer, why))
-            } else {
-                bus.notice(.error, why, ["bytes": String(wav.count)])
-                if playing == nil { keeper.update { $0.phase = nil } }
-                await cues?.play(.error)
+    // MARK: The machine's actions
+
+    /// Carries out the machine's actions in order; `audio` is the answer a `play` plays.
+    private func perform(_ actions: [TurnAction], audio: PCMAudio? = nil) async {
+        for action in actions {
+            switch action {
+            case .send(let command): connection?.sendText(command.text)
+            case .flushFrames: if let rest = batcher.flush() { connection?.sendBinary(rest) }
+            case .dropFrames: batcher.reset()
+            case .microphone: await setMicrophone()
+            case .openMicrophone(let number):
+                // The microphone is open first, so what is said over the awake sound goes up too.
+                await setMicrophone()
+                await perform(machine.handle(.microphoneOpened(number: number)))
+            case .cue(let cue): await cues?.play(cue)
+            case .phase(let phase): keeper.update { $0.phase = phase }
+            case .heard(let text): bus.publish(.heard(text))
+            case .reply(let text, let via): bus.publish(.reply(text: text, via: via))
+            case .play: if let audio { play(audio) }
+            case .stopPlayback: await playback.cancel()
+            case .startTimer(let number):
+                let limit = settings.turnTimeout
+                timers[number] = Task { [weak self] in
+                    guard (try? await Task.sleep(for: limit)) != nil else { return }
+                    await self?.event(.timeout(number: number))
+                }
+            case .cancelTimer(let number): timers.removeValue(forKey: number)?.cancel()
+            case .finish(let number, let result):
+                if ear?.number == number { ear = nil }
+                if let waiter = waiting.removeValue(forKey: number) {
+                    waiter.resume(returning: result)
+                } else {
+                    results[number] = result
+                }
+            case .report(let why, let fields): bus.notice(.error, why, fields)
+            case .decided: bus.notice(.debug, "End of speech decided.", ["monotonic_ns": String(decidedAt)])
+            case .dropServerTurn:
+                closing = "the microphone was muted while the server was listening, so it drops what it heard"
+                connection?.close()
             }
-            // The server holds its speaking flag until `spoke` (or 250 ms); nothing will play.
-            connection?.sendText(ListenCommand.spoke.text)
-            return
         }
-        if var current = turn {
-            guard current.phase == .answering else { return }
-            current.phase = .playing
-            turn = current
-        }
-        play(audio)
+        reopenIfQuiet()
+    }
+
+    private func event(_ event: TurnEvent) async {
+        await perform(machine.handle(event))
     }
 
     // MARK: Playing
@@ -367,9 +353,6 @@ public actor ListenStream {
         if let current = playing { current.task.cancel() }
         plays += 1
         let number = plays
-        let turnNumber = turn?.number
-        batcher.reset()
-        keeper.update { $0.phase = .speaking }
         let sentOn = connectionNumber
         let task = Task { [playback] in
             var failure: ALSAError?
@@ -378,28 +361,16 @@ public actor ListenStream {
             } catch {
                 failure = error
             }
-            self.played(number, turn: turnNumber, connection: sentOn, failure: failure)
+            await self.played(number, connection: sentOn, failure: failure)
         }
         playing = (number, task)
     }
 
-    private func played(_ number: Int, turn turnNumber: Int?, connection sentOn: Int, failure: ALSAError?) {
+    private func played(_ number: Int, connection sentOn: Int, failure: ALSAError?) async {
         guard playing?.number == number else { return }
         playing = nil
-        // Streaming resumes with fresh audio, none from while it played.
-        batcher.reset()
-        if sentOn == connectionNumber { connection?.sendText(ListenCommand.spoke.text) }
-        if let turnNumber, let current = turn, current.number == turnNumber {
-            if let failure {
-                finishTurn(turnNumber, .failure(.speakerUnavailable, "The answer could not be played on \(failure.device): \(failure.reason)."))
-            } else {
-                finishTurn(turnNumber, current.completed)
-            }
-        } else {
-            if let failure { bus.notice(.error, "The answer could not be played on \(failure.device): \(failure.reason).") }
-            keeper.update { $0.phase = nil }
-        }
-        reopenIfQuiet()
+        let why = failure.map { "The answer could not be played on \($0.device): \($0.reason)." }
+        await perform(machine.handle(.played(failure: why, sameConnection: sentOn == connectionNumber)))
     }
 
     /// Stops a wake-mode reply playing; false when none was.
@@ -415,63 +386,21 @@ public actor ListenStream {
     /// (or, with `hold`, the holder) ends it, then the answer. Cancelling the calling task
     /// sends `cancel` and ends it with `cancelled_by_user`.
     public func pushTurn(hold: Bool, released: @escaping @Sendable () async -> Bool) async -> ControlResult {
-        if muted { return .error(.microphoneMuted) }
-        guard let connection, isReady else { return .error(lastProblem) }
-        if playing != nil { await playback.cancel() }
         turns += 1
         let number = turns
+        ear = (number, Endpointer(settings: settings.endpointing), released)
+        await perform(machine.handle(.request(number: number, hold: hold, offline: lastProblem)))
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<ControlResult, Never>) in
-                var fresh = PushTurn(number: number, hold: hold, released: released, continuation: continuation,
-                                     endpointer: Endpointer(settings: settings.endpointing))
-                let limit = settings.turnTimeout
-                fresh.timeout = Task { [weak self] in
-                    guard (try? await Task.sleep(for: limit)) != nil else { return }
-                    await self?.timedOut(number)
+                if let result = results.removeValue(forKey: number) {
+                    continuation.resume(returning: result)
+                } else {
+                    waiting[number] = continuation
                 }
-                turn = fresh
-                batcher.reset()
-                connection.sendText(ListenCommand.start.text)
-                keeper.update { $0.phase = .listening }
-                Task { await self.startListening(number) }
             }
         } onCancel: {
-            Task { await self.cancelTurn(number) }
+            Task { await self.event(.cancel(number: number)) }
         }
-    }
-
-    /// Opens the microphone for a push turn, then plays the awake sound: the microphone is open
-    /// first, so what is said over the sound goes up too.
-    private func startListening(_ number: Int) async {
-        await setMicrophone()
-        guard let current = turn, current.number == number, current.phase == .capturing else { return }
-        await cues?.play(.awake)
-    }
-
-    private func cancelTurn(_ number: Int) async {
-        guard let current = turn, current.number == number else { return }
-        switch current.phase {
-        case .capturing, .answering: connection?.sendText(ListenCommand.cancel.text)
-        case .playing: await playback.cancel()
-        }
-        finishTurn(number, .cancelled(.cancelledByUser))
-    }
-
-    private func timedOut(_ number: Int) {
-        guard let current = turn, current.number == number else { return }
-        if current.phase != .playing { connection?.sendText(ListenCommand.cancel.text) }
-        let seconds = settings.turnTimeout.components.seconds
-        finishTurn(number, .failure(.timeout, "The server gave no answer within \(seconds) s."))
-    }
-
-    /// Gives the turn its one result and forgets it.
-    private func finishTurn(_ number: Int, _ result: ControlResult) {
-        guard let current = turn, current.number == number else { return }
-        turn = nil
-        current.timeout?.cancel()
-        current.continuation.resume(returning: result)
-        Task { await self.setMicrophone() }
-        reopenIfQuiet()
     }
 
     // MARK: Room and mute
@@ -490,26 +419,11 @@ public actor ListenStream {
     /// a question the server was still hearing is dropped by reopening the socket, so the server
     /// never answers half of it after `unmute`.
     public func setMuted(_ muted: Bool) async {
-        guard muted != self.muted else { return }
-        self.muted = muted
-        if muted {
-            if let current = turn, current.phase == .capturing {
-                batcher.reset()
-                connection?.sendText(ListenCommand.cancel.text)
-                finishTurn(current.number, .error(.mutedWhileListening))
-            } else if turn == nil, serverState == .listening, let connection {
-                closing = "the microphone was muted while the server was listening, so it drops what it heard"
-                connection.close()
-            }
-        }
-        await setMicrophone()
+        await perform(machine.handle(muted ? .mute : .unmute))
     }
 
-    /// Whether nothing is under way that a reopened socket would cut off.
-    private var quiet: Bool { turn == nil && playing == nil && serverState == .idle }
-
     private func reopenIfQuiet() {
-        guard let why = reopening, quiet, let connection else { return }
+        guard let why = reopening, machine.quiet, let connection else { return }
         reopening = nil
         closing = why
         connection.close()
@@ -517,19 +431,12 @@ public actor ListenStream {
 
     // MARK: The microphone
 
-    /// Open while it is needed: always once ready in wake mode, and for a push turn's capture.
-    private var wantsMicrophone: Bool {
-        if muted { return false }
-        if turn?.phase == .capturing { return connection != nil }
-        return settings.mode == .wake && isReady
-    }
-
-    /// Opens or closes the microphone to match `wantsMicrophone`; one call at a time does the work.
+    /// Opens or closes the microphone to match what the machine wants; one call at a time does the work.
     private func setMicrophone() async {
         guard !microphoneBusy else { return }
         microphoneBusy = true
         defer { microphoneBusy = false }
-        while wantsMicrophone != (microphone != nil) {
+        while machine.wantsMicrophone != (microphone != nil) {
             if let open = microphone {
                 microphone = nil
                 open.cancel()
@@ -551,18 +458,16 @@ public actor ListenStream {
                     }
                 }
             } catch {
-                microphoneFailed(error)
+                await microphoneFailed(error)
                 return
             }
         }
     }
 
-    private func microphoneFailed(_ error: ALSAError) {
+    private func microphoneFailed(_ error: ALSAError) async {
         microphone = nil
-        if let current = turn, current.phase == .capturing {
-            connection?.sendText(ListenCommand.cancel.text)
-            finishTurn(current.number, .failure(.microphoneUnavailable, "The microphone \(error.device) failed while listening: \(error.reason)."))
-        }
+        await perform(machine.handle(.microphoneFailed(
+            message: "The microphone \(error.device) failed while listening: \(error.reason).")))
         // AudioCapture reports the microphone's health; in wake mode try again with back-off.
         guard settings.mode == .wake, microphoneRetryTask == nil else { return }
         let delay = microphoneRetry.next()
@@ -583,52 +488,29 @@ public actor ListenStream {
         switch chunk {
         case .samples(let value): samples = value
         case .failed(let error):
-            microphoneFailed(error)
+            await microphoneFailed(error)
             return
         }
-        // Nothing goes up while a reply plays: it would be heard as the next question.
-        guard playing == nil, let connection, isReady else {
+        switch machine.periodRoute {
+        case .drop:
+            // Nothing goes up while a reply plays: it would be heard as the next question.
             batcher.reset()
-            return
-        }
-        guard var current = turn else {
-            if settings.mode == .wake, let block = batcher.add(samples) { connection.sendBinary(block) }
-            return
-        }
-        guard current.phase == .capturing else { return }
-        current.samples += samples.count
-        let decision = current.endpointer.feed(samples)
-        // When the endpointer decided, for scripts/bench; said once `end` is queued, so saying it costs the turn nothing.
-        let decidedAt = MonotonicClock.nanoseconds()
-        turn = current
-        if let block = batcher.add(samples) { connection.sendBinary(block) }
-        let number = current.number
-        let ended: Bool
-        if current.hold {
-            let released = await current.released()
-            guard let again = turn, again.number == number, again.phase == .capturing else { return }
-            ended = released || again.samples >= settings.endpointing.maxUtteranceMs * 16
-        } else {
-            switch decision {
-            case .waiting, .speaking: ended = false
-            case .ended: ended = true
-            case .nothingHeard:
-                batcher.reset()
-                connection.sendText(ListenCommand.cancel.text)
-                finishTurn(number, .cancelled(.nothingHeard))
-                return
+        case .ignore:
+            break
+        case .room:
+            if let block = batcher.add(samples) { connection?.sendBinary(block) }
+        case .turn:
+            guard var current = ear else { return }
+            let decision = current.endpointer.feed(samples)
+            // When the endpointer decided, for scripts/bench; said once `end` is queued, so saying it costs the turn nothing.
+            decidedAt = MonotonicClock.nanoseconds()
+            ear = current
+            if let block = batcher.add(samples) { connection?.sendBinary(block) }
+            await perform(machine.handle(.period(samples: samples.count, decision: decision)))
+            if machine.isHeld(current.number), await current.released() {
+                await perform(machine.handle(.release(number: current.number)))
             }
         }
-        guard ended else { return }
-        if let rest = batcher.flush() { connection.sendBinary(rest) }
-        connection.sendText(ListenCommand.end.text)
-        if !current.hold { bus.notice(.debug, "End of speech decided.", ["monotonic_ns": String(decidedAt)]) }
-        guard var answering = turn, answering.number == number else { return }
-        answering.phase = .answering
-        turn = answering
-        keeper.update { $0.phase = .thinking }
-        await cues?.play(.done)
-        await setMicrophone()
     }
 
     public func ping() -> Bool { true }
