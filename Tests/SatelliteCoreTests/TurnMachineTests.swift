@@ -20,20 +20,28 @@ import Testing
         return machine
     }
 
-    /// The end of a turn: its timer stops, its caller gets `result`, the microphone follows.
-    static func finish(_ number: Int, _ result: ControlResult) -> [TurnAction] {
-        [.cancelTimer(number: number), .finish(number: number, result), .microphone]
+    /// The end of a turn: its timer stops, the state goes idle, the microphone follows, its caller gets `result`.
+    static func deliver(_ number: Int, _ result: ControlResult) -> [TurnAction] {
+        [.cancelTimer(number: number), .phase(nil), .microphone, .finish(number: number, result)]
+    }
+
+    /// An error result: the error cue sounds to its end first.
+    static func failed(_ number: Int, _ result: ControlResult) -> [TurnAction] {
+        [.cancelTimer(number: number), .microphone, .errorCue, .phase(nil), .finish(number: number, result)]
     }
 
     static func start(_ number: Int) -> [TurnAction] {
-        [.dropFrames, .send(.start), .phase(.listening), .startTimer(number: number), .openMicrophone(number: number)]
+        [.dropFrames, .beginCapture, .phase(.listening), .startTimer(number: number), .openMicrophone(number: number)]
     }
+
+    static let refused = SatelliteError(.serverRefused, "E")
 
     static let events: [TurnEvent] = [
         .request(number: 2, hold: false, offline: offline), .cancel(number: 1), .release(number: 1), .microphoneOpened(number: 1),
         .period(samples: 320, decision: .nothingHeard), .microphoneFailed(message: "M"), .ready, .serverState(.idle, text: nil),
         .reply(text: "R", via: "v"), .audio, .badAudio(why: "B", bytes: 9), .answerLost(why: "L"),
-        .played(failure: nil, sameConnection: true), .stop, .timeout(number: 1), .disconnected(why: "D"), .mute, .unmute, .shutdown,
+        .played(failure: nil, sameConnection: true), .stop, .timeout(number: 1), .disconnected(why: "D"), .mute, .unmute,
+        .answered(heard: "H", reply: "R", via: "v", audio: false), .requestFailed(refused), .notice(ready: true), .shutdown,
     ]
 
     struct Row {
@@ -44,82 +52,89 @@ import Testing
     }
 
     static let table: [Row] = {
-        let superseded = finish(1, .cancelled(.superseded))
-        let timedOut = finish(1, .failure(.timeout, "The server gave no answer within 60 s."))
-        let dropped = finish(1, .failure(.serverUnreachable, "The connection to the server ended during the turn. D"))
-        let badAudioAside: [TurnAction] = [.report("B", fields: ["bytes": "9"]), .cue(.error), .send(.spoke)]
+        let superseded = deliver(1, .cancelled(.superseded))
+        let timedOut = failed(1, .failure(.timeout, "The server gave no answer within 60 s."))
+        let dropped = failed(1, .failure(.serverUnreachable, "The connection to the server ended during the turn. D"))
+        let badAudioAside: [TurnAction] = [.report("B", fields: ["bytes": "9"]), .cue(.error), .spoke]
         let play: [TurnAction] = [.dropFrames, .phase(.speaking), .play]
+        let reply: TurnAction = .reply(text: "R", via: "v")
         func rows(_ stage: TurnStage, _ cells: [([TurnAction], TurnStage)]) -> [Row] {
-            zip(events, cells).map { Row(stage: stage, event: $0, actions: $1.0, after: $1.1) }
+            precondition(cells.count == events.count, "a row for every event")
+            return zip(events, cells).map { Row(stage: stage, event: $0, actions: $1.0, after: $1.1) }
         }
         return rows(.idle, [
             (start(2), .listening),
             ([], .idle), ([], .idle), ([], .idle), ([], .idle), ([], .idle),
             ([.microphone], .idle),
             ([.phase(nil)], .idle),
-            ([.reply(text: "R", via: "v")], .idle),
+            ([reply], .idle),
             (play, .speaking),
-            ([.report("B", fields: ["bytes": "9"]), .phase(nil), .cue(.error), .send(.spoke)], .idle),
+            ([.report("B", fields: ["bytes": "9"]), .phase(nil), .cue(.error), .spoke], .idle),
             ([], .idle), ([], .idle), ([], .idle), ([], .idle),
             ([.phase(nil), .microphone], .idle),
             ([.microphone], .idle),
-            ([], .idle),
+            ([], .idle), ([], .idle), ([], .idle), ([], .idle),
             ([.microphone], .idle),
         ]) + rows(.listening, [
-            ([.send(.cancel)] + superseded + start(2), .listening),
-            ([.send(.cancel)] + finish(1, .cancelled(.cancelledByUser)), .idle),
+            ([.abandon] + superseded + start(2), .listening),
+            ([.abandon] + deliver(1, .cancelled(.cancelledByUser)), .idle),
             ([], .listening),
             ([.cue(.awake)], .listening),
-            ([.dropFrames, .send(.cancel)] + finish(1, .cancelled(.nothingHeard)), .idle),
-            ([.send(.cancel)] + finish(1, .failure(.microphoneUnavailable, "M")), .idle),
+            ([.dropFrames, .abandon] + deliver(1, .cancelled(.nothingHeard)), .idle),
+            ([.abandon] + failed(1, .failure(.microphoneUnavailable, "M")), .idle),
             ([.microphone], .listening),
             ([], .listening),
-            ([.reply(text: "R", via: "v")], .listening),
+            ([reply], .listening),
             ([], .listening),
             (badAudioAside, .listening),
             ([], .listening), ([], .listening), ([], .listening),
-            ([.send(.cancel)] + timedOut, .idle),
+            ([.abandon] + timedOut, .idle),
             (dropped + [.phase(nil), .microphone], .idle),
-            ([.dropFrames, .send(.cancel)] + finish(1, .error(.mutedWhileListening)), .idle),
+            ([.dropFrames, .abandon] + deliver(1, .error(.mutedWhileListening)), .idle),
             ([], .listening),
-            ([.send(.cancel)] + finish(1, .cancelled(.shuttingDown)) + [.microphone], .idle),
+            // Not answered before it was sent.
+            ([], .listening), ([], .listening), ([], .listening),
+            ([.abandon] + deliver(1, .cancelled(.shuttingDown)) + [.microphone], .idle),
         ]) + rows(.thinking, [
-            ([.send(.cancel)] + superseded + start(2), .listening),
-            ([.send(.cancel)] + finish(1, .cancelled(.cancelledByUser)), .idle),
+            ([.abandon] + superseded + start(2), .listening),
+            ([.abandon] + deliver(1, .cancelled(.cancelledByUser)), .idle),
             ([], .thinking), ([], .thinking), ([], .thinking), ([], .thinking),
             ([.microphone], .thinking),
             // Idle before the server said thinking: not about this turn yet.
             ([], .thinking),
-            ([.reply(text: "R", via: "v")], .thinking),
+            ([reply], .thinking),
             (play, .speaking),
-            (finish(1, .failure(.badAnswer, "B")) + [.send(.spoke)], .idle),
-            (finish(1, .failure(.badAnswer, "L The answer cannot be played.")), .idle),
+            ([.spoke] + failed(1, .failure(.badAnswer, "B")), .idle),
+            (failed(1, .failure(.badAnswer, "L The answer cannot be played.")), .idle),
             ([], .thinking), ([], .thinking),
-            ([.send(.cancel)] + timedOut, .idle),
+            ([.abandon] + timedOut, .idle),
             (dropped + [.phase(nil), .microphone], .idle),
             // Past its capture, a turn finishes and its answer plays.
             ([.microphone], .thinking),
             ([], .thinking),
-            ([.send(.cancel)] + finish(1, .cancelled(.shuttingDown)) + [.microphone], .idle),
+            ([.heard("H"), reply] + deliver(1, .completed(["heard": "H", "reply": "R", "via": "v"])), .idle),
+            (failed(1, .error(refused)), .idle),
+            ([], .thinking),
+            ([.abandon] + deliver(1, .cancelled(.shuttingDown)) + [.microphone], .idle),
         ]) + rows(.speaking, [
             ([.stopPlayback] + superseded + start(2), .listening),
             // The reply is stopping; the stage is speaking until it has.
-            ([.stopPlayback] + finish(1, .cancelled(.cancelledByUser)), .speaking),
+            ([.stopPlayback] + deliver(1, .cancelled(.cancelledByUser)), .speaking),
             ([], .speaking), ([], .speaking), ([], .speaking), ([], .speaking),
             ([.microphone], .speaking),
             ([], .speaking),
-            ([.reply(text: "R", via: "v")], .speaking),
+            ([reply], .speaking),
             ([], .speaking),
             (badAudioAside, .speaking),
             ([], .speaking),
-            ([.dropFrames, .send(.spoke)] + finish(1, .completed(["heard": "", "reply": "", "via": ""])), .idle),
+            ([.dropFrames, .spoke] + deliver(1, .completed(["heard": "", "reply": "", "via": ""])), .idle),
             ([.stopPlayback], .speaking),
             (timedOut, .speaking),
             // The answer has come: it plays to its end.
             ([.microphone], .speaking),
             ([.microphone], .speaking),
-            ([], .speaking),
-            ([.stopPlayback] + finish(1, .cancelled(.shuttingDown)) + [.microphone], .speaking),
+            ([], .speaking), ([], .speaking), ([], .speaking), ([], .speaking),
+            ([.stopPlayback] + deliver(1, .cancelled(.shuttingDown)) + [.microphone], .speaking),
         ])
     }()
 
@@ -157,7 +172,7 @@ import Testing
         _ = muted.handle(.ready)
         #expect(muted.handle(.request(number: 1, hold: false, offline: Self.offline)) == [.finish(number: 1, .error(.microphoneMuted))])
         var unready = TurnMachine(settings: Self.settings)
-        #expect(unready.handle(.request(number: 1, hold: false, offline: Self.offline)) == [.finish(number: 1, .error(Self.offline))])
+        #expect(unready.handle(.request(number: 1, hold: false, offline: Self.offline)) == Self.failed(1, .error(Self.offline)))
         #expect(unready.turn == nil)
     }
 
@@ -165,7 +180,7 @@ import Testing
         var machine = Self.machine(in: .listening)
         #expect(machine.handle(.period(samples: 320, decision: .speaking)) == [])
         #expect(machine.handle(.period(samples: 320, decision: .ended(.silence)))
-            == [.flushFrames, .send(.end), .decided, .phase(.thinking), .cue(.done), .microphone])
+            == [.endCapture, .decided, .phase(.thinking), .cue(.done), .microphone])
         #expect(machine.stage == .thinking)
         #expect(!machine.wantsMicrophone)
     }
@@ -173,22 +188,25 @@ import Testing
     @Test func aHeldTurnEndsWhenLetGoOrAtTheLongestUtterance() {
         var let_go = Self.machine(in: .listening, hold: true)
         #expect(let_go.handle(.period(samples: 320, decision: .nothingHeard)) == [], "a held turn ignores the endpointer")
-        #expect(let_go.isHeld(1))
-        #expect(let_go.handle(.release(number: 1)) == [.flushFrames, .send(.end), .phase(.thinking), .cue(.done), .microphone])
+        #expect(let_go.handle(.release(number: 1)) == [.endCapture, .phase(.thinking), .cue(.done), .microphone])
+        var early = Self.machine(in: .idle)
+        _ = early.handle(.request(number: 1, hold: true, offline: Self.offline))
+        #expect(early.handle(.release(number: 1)) == [], "let go before any sound: the next period ends it")
+        #expect(early.handle(.period(samples: 320, decision: .waiting)).first == .endCapture)
         var longest = Self.machine(in: .listening, hold: true)
         #expect(longest.handle(.period(samples: 15_999, decision: .speaking)) == [])
-        #expect(longest.handle(.period(samples: 1, decision: .speaking)).first == .flushFrames)
+        #expect(longest.handle(.period(samples: 1, decision: .speaking)).first == .endCapture)
         #expect(longest.stage == .thinking)
     }
 
     @Test func theServerGoingIdleWithoutAReplyEndsTheTurnWithWhatWasHeard() {
         var nothing = Self.machine(in: .thinking)
         #expect(nothing.handle(.serverState(.thinking, text: nil)) == [])
-        #expect(nothing.handle(.serverState(.idle, text: nil)) == Self.finish(1, .cancelled(.nothingHeard)))
+        #expect(nothing.handle(.serverState(.idle, text: nil)) == Self.deliver(1, .cancelled(.nothingHeard)))
 
         var heard = Self.machine(in: .thinking)
         #expect(heard.handle(.serverState(.thinking, text: "lights")) == [.heard("lights")])
-        #expect(heard.handle(.serverState(.idle, text: nil)) == Self.finish(1,
+        #expect(heard.handle(.serverState(.idle, text: nil)) == Self.failed(1,
             .failure(.serverRefused, "The server heard \u{201C}lights\u{201D} but gave no answer; its own log says why.")))
 
         var answered = Self.machine(in: .thinking)
@@ -196,18 +214,69 @@ import Testing
         _ = answered.handle(.reply(text: "Done.", via: "house"))
         #expect(answered.handle(.serverState(.idle, text: nil)) == [], "a reply came: its WAV is still to play")
         _ = answered.handle(.audio)
-        #expect(answered.handle(.played(failure: nil, sameConnection: true)) == [.dropFrames, .send(.spoke)]
-            + Self.finish(1, .completed(["heard": "lights", "reply": "Done.", "via": "house"])))
+        #expect(answered.handle(.played(failure: nil, sameConnection: true)) == [.dropFrames, .spoke]
+            + Self.deliver(1, .completed(["heard": "lights", "reply": "Done.", "via": "house"])))
     }
 
     @Test func aReplyThatCannotBePlayedFailsTheTurn() {
+        let fault = SpeakerFault(device: "hw:9", reason: "gone")
         var machine = Self.machine(in: .speaking)
-        #expect(machine.handle(.played(failure: "No speaker.", sameConnection: false))
-            == [.dropFrames] + Self.finish(1, .failure(.speakerUnavailable, "No speaker.")))
+        #expect(machine.handle(.played(failure: fault, sameConnection: false))
+            == [.dropFrames] + Self.failed(1, .failure(.speakerUnavailable, "The answer could not be played on hw:9: gone.")))
         var aside = Self.machine(in: .idle)
         _ = aside.handle(.audio)
-        #expect(aside.handle(.played(failure: "No speaker.", sameConnection: true))
-            == [.dropFrames, .send(.spoke), .report("No speaker.", fields: [:]), .phase(nil)])
+        #expect(aside.handle(.played(failure: fault, sameConnection: true))
+            == [.dropFrames, .spoke, .report("The answer could not be played on hw:9: gone.", fields: [:]), .phase(nil)])
+    }
+
+    static let speaking = TurnMachine.Settings(streamsRoom: false, maxUtteranceSamples: 16_000, timeoutSeconds: 60, speaksOffline: true)
+
+    @Test func anUnreachableHouseIsSaidByTheSatelliteBeforeTheResult() {
+        var machine = Self.machine(in: .thinking, settings: Self.speaking)
+        #expect(machine.handle(.disconnected(why: "D"))
+            == [.cancelTimer(number: 1), .microphone, .phase(.speaking), .prepareNotice, .microphone])
+        #expect(machine.stage == .speaking)
+        #expect(machine.handle(.timeout(number: 1)) == [], "the notice is not timed out")
+        #expect(machine.handle(.notice(ready: true)) == [.play])
+        #expect(machine.handle(.played(failure: nil, sameConnection: true)) == [.dropFrames] + Self.deliver(1, .error(SatelliteError(
+            .serverUnreachable, "The connection to the server ended during the turn. D The satellite said so itself.", via: "satellite"))))
+
+        var mute = Self.machine(in: .thinking, settings: Self.speaking)
+        _ = mute.handle(.requestFailed(SatelliteError(.serverUnreachable, "Away.")))
+        _ = mute.handle(.notice(ready: true))
+        #expect(mute.handle(.played(failure: SpeakerFault(device: "hw:9", reason: "gone"), sameConnection: true))
+            == [.dropFrames] + Self.deliver(1, .failure(.serverUnreachable,
+                "Away. The satellite could not say so either: the speaker hw:9 failed: gone.")))
+
+        var silent = Self.machine(in: .thinking, settings: Self.speaking)
+        _ = silent.handle(.requestFailed(SatelliteError(.serverUnreachable, "Away.")))
+        #expect(silent.handle(.notice(ready: false)) == [.errorCue] + Self.deliver(1, .failure(.serverUnreachable, "Away.")))
+
+        var cancelled = Self.machine(in: .thinking, settings: Self.speaking)
+        _ = cancelled.handle(.requestFailed(SatelliteError(.serverUnreachable, "Away.")))
+        #expect(cancelled.handle(.cancel(number: 1)) == [.stopPlayback] + Self.deliver(1, .cancelled(.cancelledByUser)))
+        #expect(cancelled.handle(.notice(ready: true)) == [], "a notice ready too late is not played")
+
+        var unready = TurnMachine(settings: Self.speaking)
+        #expect(unready.handle(.request(number: 1, hold: false, offline: Self.offline)).last == .prepareNotice,
+                "a request with no socket is told so aloud")
+    }
+
+    @Test func aReplyStoppedBeforeTheNoticeDoesNotEndIt() {
+        var machine = TurnMachine(settings: Self.speaking, ready: true)
+        _ = machine.handle(.audio)
+        _ = machine.handle(.request(number: 1, hold: false, offline: Self.offline))
+        _ = machine.handle(.period(samples: 320, decision: .ended(.silence)))
+        _ = machine.handle(.requestFailed(SatelliteError(.serverUnreachable, "Away.")))
+        #expect(machine.handle(.played(failure: nil, sameConnection: true)) == [.dropFrames])
+        #expect(machine.turn?.notice != nil)
+        #expect(machine.handle(.notice(ready: true)) == [.play])
+    }
+
+    @Test func afterShutdownRequestsAreRefused() {
+        var machine = Self.machine(in: .idle)
+        _ = machine.handle(.shutdown)
+        #expect(machine.handle(.request(number: 3, hold: false, offline: Self.offline)) == [.finish(number: 3, .cancelled(.shuttingDown))])
     }
 
     @Test func theServersOwnTurnIsShownAndCued() {
@@ -221,7 +290,7 @@ import Testing
         #expect(machine.handle(.audio) == [.dropFrames, .phase(.speaking), .play])
         #expect(machine.periodRoute == .drop, "nothing goes up while a reply plays")
         #expect(machine.handle(.serverState(.idle, text: nil)) == [], "idle waits for the reply to end")
-        #expect(machine.handle(.played(failure: nil, sameConnection: true)) == [.dropFrames, .send(.spoke), .phase(nil)])
+        #expect(machine.handle(.played(failure: nil, sameConnection: true)) == [.dropFrames, .spoke, .phase(nil)])
         #expect(machine.quiet)
     }
 

@@ -51,6 +51,8 @@ public actor ListenStream {
     private let bus: EventBus
     private let keeper: StateKeeper
     private let cues: CuePlayer?
+    /// nil when `offline.speak` is false.
+    private let offline: OfflineVoice?
 
     private var policy: ReconnectPolicy
     /// The connection in use, once it opened; `connectionNumber` tells a new one from the last.
@@ -77,14 +79,11 @@ public actor ListenStream {
     /// The reply playing, and which one, so a late end is not taken for a newer one's.
     private var playing: (number: Int, task: Task<Void, Never>)?
     private var plays = 0
-    /// The push turn's ear: its endpointer and whether its holder let go.
-    private var ear: (number: Int, endpointer: Endpointer, released: @Sendable () async -> Bool)?
+    /// The push turn's endpointer.
+    private var ear: (number: Int, endpointer: Endpointer)?
     /// When the endpointer last decided, for the `decided` record.
     private var decidedAt: UInt64 = 0
-    private var turns = 0
-    /// Callers waiting for their turn's result, and results given before their caller waited.
-    private var waiting: [Int: CheckedContinuation<ControlResult, Never>] = [:]
-    private var results: [Int: ControlResult] = [:]
+    private var results = TurnResults()
     private var timers: [Int: Task<Void, Never>] = [:]
 
     /// Set when the socket is to be reopened (a new room) once nothing is under way: why, for the journal.
@@ -93,11 +92,12 @@ public actor ListenStream {
     private var closing: String?
 
     public init(settings: Settings, link: Link, capture: AudioCapture, playback: Playback, bus: EventBus, keeper: StateKeeper,
-                cues: CuePlayer? = nil, muted: Bool = false) {
+                cues: CuePlayer? = nil, offline: OfflineVoice? = nil, muted: Bool = false) {
         self.settings = settings
         self.machine = TurnMachine(settings: .init(
             streamsRoom: settings.mode == .wake, maxUtteranceSamples: settings.endpointing.maxUtteranceMs * 16,
-            timeoutSeconds: settings.turnTimeout.components.seconds), muted: muted)
+            timeoutSeconds: settings.turnTimeout.components.seconds, speaksOffline: offline != nil), muted: muted)
+        self.offline = offline
         self.link = link
         self.capture = capture
         self.playback = playback
@@ -304,8 +304,12 @@ public actor ListenStream {
     private func perform(_ actions: [TurnAction], audio: PCMAudio? = nil) async {
         for action in actions {
             switch action {
-            case .send(let command): connection?.sendText(command.text)
-            case .flushFrames: if let rest = batcher.flush() { connection?.sendBinary(rest) }
+            case .beginCapture: connection?.sendText(ListenCommand.start.text)
+            case .endCapture:
+                if let rest = batcher.flush() { connection?.sendBinary(rest) }
+                connection?.sendText(ListenCommand.end.text)
+            case .abandon: connection?.sendText(ListenCommand.cancel.text)
+            case .spoke: connection?.sendText(ListenCommand.spoke.text)
             case .dropFrames: batcher.reset()
             case .microphone: await setMicrophone()
             case .openMicrophone(let number):
@@ -317,6 +321,10 @@ public actor ListenStream {
             case .heard(let text): bus.publish(.heard(text))
             case .reply(let text, let via): bus.publish(.reply(text: text, via: via))
             case .play: if let audio { play(audio) }
+            case .prepareNotice:
+                let notice = await offline?.notice()
+                await perform(machine.handle(.notice(ready: notice != nil)), audio: notice)
+            case .errorCue: await cues?.play(.error, untilEnd: true)
             case .stopPlayback: await playback.cancel()
             case .startTimer(let number):
                 let limit = settings.turnTimeout
@@ -327,11 +335,7 @@ public actor ListenStream {
             case .cancelTimer(let number): timers.removeValue(forKey: number)?.cancel()
             case .finish(let number, let result):
                 if ear?.number == number { ear = nil }
-                if let waiter = waiting.removeValue(forKey: number) {
-                    waiter.resume(returning: result)
-                } else {
-                    results[number] = result
-                }
+                results.give(number, result)
             case .report(let why, let fields): bus.notice(.error, why, fields)
             case .decided: bus.notice(.debug, "End of speech decided.", ["monotonic_ns": String(decidedAt)])
             case .dropServerTurn:
@@ -369,8 +373,8 @@ public actor ListenStream {
     private func played(_ number: Int, connection sentOn: Int, failure: ALSAError?) async {
         guard playing?.number == number else { return }
         playing = nil
-        let why = failure.map { "The answer could not be played on \($0.device): \($0.reason)." }
-        await perform(machine.handle(.played(failure: why, sameConnection: sentOn == connectionNumber)))
+        let fault = failure.map { SpeakerFault(device: $0.device, reason: $0.reason) }
+        await perform(machine.handle(.played(failure: fault, sameConnection: sentOn == connectionNumber)))
     }
 
     /// Stops a wake-mode reply playing; false when none was.
@@ -382,25 +386,29 @@ public actor ListenStream {
 
     // MARK: Push turns
 
-    /// Runs one push turn over the socket: `start`, the frames, `end` when the endpointer
-    /// (or, with `hold`, the holder) ends it, then the answer. Cancelling the calling task
-    /// sends `cancel` and ends it with `cancelled_by_user`.
-    public func pushTurn(hold: Bool, released: @escaping @Sendable () async -> Bool) async -> ControlResult {
-        turns += 1
-        let number = turns
-        ear = (number, Endpointer(settings: settings.endpointing), released)
+    /// Runs push turn `number` over the socket: `start`, the frames, `end` when the endpointer
+    /// (or, with `hold`, `release`) ends it, then the answer. A newer turn supersedes it.
+    public func pushTurn(number: Int, hold: Bool) async -> ControlResult {
+        ear = (number, Endpointer(settings: settings.endpointing))
         await perform(machine.handle(.request(number: number, hold: hold, offline: lastProblem)))
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<ControlResult, Never>) in
-                if let result = results.removeValue(forKey: number) {
-                    continuation.resume(returning: result)
-                } else {
-                    waiting[number] = continuation
-                }
-            }
-        } onCancel: {
-            Task { await self.event(.cancel(number: number)) }
-        }
+        return await withCheckedContinuation { results.wait(for: number, $0) }
+    }
+
+    /// The holder of push turn `number` let go: what was heard so far is sent.
+    public func release(_ number: Int) async {
+        await event(.release(number: number))
+    }
+
+    /// Cancels the push turn under way: `cancel` goes up (or its reply stops); false when there is none.
+    public func cancelTurn() async -> Bool {
+        guard let number = machine.turn?.number else { return false }
+        await event(.cancel(number: number))
+        return true
+    }
+
+    /// Ends the push turn under way with `shutting_down`, and refuses new ones.
+    public func shutdown() async {
+        await event(.shutdown)
     }
 
     // MARK: Room and mute
@@ -507,9 +515,6 @@ public actor ListenStream {
             ear = current
             if let block = batcher.add(samples) { connection?.sendBinary(block) }
             await perform(machine.handle(.period(samples: samples.count, decision: decision)))
-            if machine.isHeld(current.number), await current.released() {
-                await perform(machine.handle(.release(number: current.number)))
-            }
         }
     }
 

@@ -1,8 +1,11 @@
-// The turn over the /listen socket as a pure state machine: events in, actions
-// out, no I/O. ListenStream is its shell: it turns what the socket, the
-// microphone, the speaker and the timer report into events, and carries the
-// actions out in the order given. The stage is idle, listening (a push turn's
-// capture, or the server's own listening in wake mode), thinking or speaking.
+// The turn as a pure state machine: events in, actions out, no I/O. Two shells
+// carry it: ListenStream (the stream transport: the /listen socket) and
+// Conversation (the record transport: a WAV to /voice). Each turns what the
+// socket or the request, the microphone, the speaker and the timer report into
+// events, and carries the actions out in the order given. The stage is idle,
+// listening (a push turn's capture, or the server's own listening in wake
+// mode), thinking or speaking (the answer, or the satellite's own notice when
+// the house cannot be reached).
 // Easy to get wrong, and why it lives here with tables of tests: every push
 // turn gets exactly one result, whatever ends it (the endpointer, nothing heard,
 // a cancel, a newer request, a mute, a timeout, a lost connection, a failed
@@ -43,8 +46,9 @@ public enum TurnEvent: Sendable, Equatable {
     case badAudio(why: String, bytes: Int)
     /// A spoken answer was lost (over the bound): the turn waiting for it cannot be answered.
     case answerLost(why: String)
-    /// The reply finished playing (`failure` says why it could not), on the connection it came on or not.
-    case played(failure: String?, sameConnection: Bool)
+    /// What was playing (the answer, or the notice) ended; `failure` says why it could not play;
+    /// `sameConnection`: the connection it came on is still the one open (stream).
+    case played(failure: SpeakerFault?, sameConnection: Bool)
     /// The server's `stop`: it heard its wake word, so whatever plays stops.
     case stop
     /// Push turn `number` ran out of time.
@@ -53,17 +57,38 @@ public enum TurnEvent: Sendable, Equatable {
     case disconnected(why: String)
     case mute
     case unmute
-    /// The daemon is stopping.
+    /// The record transport's answer from /voice; `audio` when a spoken answer follows (`audio` or `badAudio`).
+    case answered(heard: String, reply: String, via: String, audio: Bool)
+    /// The record transport's request failed.
+    case requestFailed(SatelliteError)
+    /// The satellite's own notice is ready to play, or could not be made.
+    case notice(ready: Bool)
+    /// The daemon is stopping: the turn ends, and requests from now on are refused.
     case shutdown
+}
+
+/// Why the speaker could not play.
+public struct SpeakerFault: Sendable, Equatable {
+    public let device: String
+    public let reason: String
+
+    public init(device: String, reason: String) {
+        self.device = device
+        self.reason = reason
+    }
 }
 
 /// What the shell is to do, in order.
 public enum TurnAction: Sendable, Equatable {
-    /// Send a control message on the socket.
-    case send(ListenCommand)
-    /// Send the frames batched so far.
-    case flushFrames
-    /// Drop the frames batched so far.
+    /// Begin the utterance (stream: `start`; record: an empty recording).
+    case beginCapture
+    /// The utterance is over: send it to be answered (stream: the last frames, then `end`; record: the WAV to /voice).
+    case endCapture
+    /// Drop the utterance, or the question in flight (stream: `cancel`; record: the request is abandoned).
+    case abandon
+    /// The answer has been played (stream: `spoke`, so the server lets go of its speaking flag).
+    case spoke
+    /// Drop the frames captured but not yet sent.
     case dropFrames
     /// Open or close the microphone to match `wantsMicrophone`.
     case microphone
@@ -75,8 +100,12 @@ public enum TurnAction: Sendable, Equatable {
     /// Publish what the server heard, or its reply (the bus's `heard` and `reply` events).
     case heard(String)
     case reply(text: String, via: String)
-    /// Play the spoken answer that arrived.
+    /// Play the spoken answer that arrived, or the notice once ready.
     case play
+    /// Make the satellite's own notice ready (it says the house cannot be reached), then say `notice`.
+    case prepareNotice
+    /// Sound the error cue to its end (an error result that was not spoken follows it).
+    case errorCue
     case stopPlayback
     case startTimer(number: Int)
     case cancelTimer(number: Int)
@@ -109,13 +138,16 @@ public struct TurnMachine: Sendable, Equatable {
         public var streamsRoom: Bool
         /// A held turn ends at this many samples even if it is not let go.
         public var maxUtteranceSamples: Int
-        /// The push turn's time limit, as said in its timeout result.
-        public var timeoutSeconds: Int64
+        /// The push turn's time limit, as said in its timeout result; nil for none (record: HTTP has its own).
+        public var timeoutSeconds: Int64?
+        /// `offline.speak`: an unreachable house is said by the satellite itself.
+        public var speaksOffline: Bool
 
-        public init(streamsRoom: Bool, maxUtteranceSamples: Int, timeoutSeconds: Int64) {
+        public init(streamsRoom: Bool, maxUtteranceSamples: Int, timeoutSeconds: Int64?, speaksOffline: Bool = false) {
             self.streamsRoom = streamsRoom
             self.maxUtteranceSamples = maxUtteranceSamples
             self.timeoutSeconds = timeoutSeconds
+            self.speaksOffline = speaksOffline
         }
     }
 
@@ -125,13 +157,20 @@ public struct TurnMachine: Sendable, Equatable {
         public let hold: Bool
         public var stage = TurnStage.listening
         public var samples = 0
+        /// The holder let go before a period came: the next one ends it.
+        public var released = false
         public var sawThinking = false
         public var heard = ""
         public var reply: (text: String, via: String)?
+        /// The result waiting while the satellite says its notice.
+        public var notice: ControlResult?
+        /// The notice is playing (not a reply from before it, still stopping).
+        public var saying = false
 
         public static func == (a: Turn, b: Turn) -> Bool {
-            a.number == b.number && a.hold == b.hold && a.stage == b.stage && a.samples == b.samples
-                && a.sawThinking == b.sawThinking && a.heard == b.heard && a.reply?.text == b.reply?.text && a.reply?.via == b.reply?.via
+            a.number == b.number && a.hold == b.hold && a.stage == b.stage && a.samples == b.samples && a.sawThinking == b.sawThinking
+                && a.heard == b.heard && a.reply?.text == b.reply?.text && a.reply?.via == b.reply?.via && a.notice == b.notice && a.released == b.released
+                && a.saying == b.saying
         }
 
         /// The result once the reply has played (or there was no audio to play).
@@ -153,14 +192,18 @@ public struct TurnMachine: Sendable, Equatable {
     /// The server said `ready` on the connection open now.
     public private(set) var ready = false
     public private(set) var muted: Bool
+    /// After `shutdown`: requests are refused.
+    public private(set) var stopping = false
     /// What the server last said it is doing: a turn of its own is under way unless idle.
     public private(set) var server = ListenState.idle
     /// Wake mode: the server is listening on its own turn (not a push turn).
     private var serverListening = false
 
-    public init(settings: Settings, muted: Bool = false) {
+    /// `ready` from the start for the record transport, which has no socket to wait for.
+    public init(settings: Settings, muted: Bool = false, ready: Bool = false) {
         self.settings = settings
         self.muted = muted
+        self.ready = ready
     }
 
     /// Where the turn is: the push turn's stage, else the reply playing, else the server's own turn.
@@ -191,29 +234,31 @@ public struct TurnMachine: Sendable, Equatable {
         return turn.stage == .listening ? .turn : .ignore
     }
 
-    /// The push turn `number` is under way and capturing, held.
-    public func isHeld(_ number: Int) -> Bool {
-        turn.map { $0.number == number && $0.hold && $0.stage == .listening } ?? false
-    }
-
     // MARK: Events
 
     public mutating func handle(_ event: TurnEvent) -> [TurnAction] {
         switch event {
         case .request(let number, let hold, let offline):
+            if stopping { return [.finish(number: number, .cancelled(.shuttingDown))] }
             if muted { return [.finish(number: number, .error(.microphoneMuted))] }
-            guard ready else { return [.finish(number: number, .error(offline))] }
             var actions = turn.map { stopTurn($0, .cancelled(.superseded)) } ?? []
             if playing, !actions.contains(.stopPlayback) { actions.append(.stopPlayback) }
             turn = Turn(number: number, hold: hold)
-            return actions + [.dropFrames, .send(.start), .phase(.listening), .startTimer(number: number), .openMicrophone(number: number)]
+            guard ready else { return actions + finish(Turn(number: number, hold: hold), .error(offline)) }
+            let timer: [TurnAction] = settings.timeoutSeconds == nil ? [] : [.startTimer(number: number)]
+            return actions + [.dropFrames, .beginCapture, .phase(.listening)] + timer + [.openMicrophone(number: number)]
 
         case .cancel(let number):
             guard let current = turn, current.number == number else { return [] }
             return stopTurn(current, .cancelled(.cancelledByUser))
 
         case .release(let number):
-            guard let current = turn, current.number == number, current.hold, current.stage == .listening else { return [] }
+            guard var current = turn, current.number == number, current.hold, current.stage == .listening else { return [] }
+            guard current.samples > 0 else {
+                current.released = true
+                turn = current
+                return []
+            }
             return endCapture(current)
 
         case .microphoneOpened(let number):
@@ -224,16 +269,16 @@ public struct TurnMachine: Sendable, Equatable {
             guard var current = turn, current.stage == .listening else { return [] }
             current.samples += samples
             turn = current
-            if current.hold { return current.samples >= settings.maxUtteranceSamples ? endCapture(current) : [] }
+            if current.hold { return current.released || current.samples >= settings.maxUtteranceSamples ? endCapture(current) : [] }
             switch decision {
             case .waiting, .speaking: return []
             case .ended: return endCapture(current)
-            case .nothingHeard: return [.dropFrames, .send(.cancel)] + finish(current, .cancelled(.nothingHeard))
+            case .nothingHeard: return [.dropFrames, .abandon] + finish(current, .cancelled(.nothingHeard))
             }
 
         case .microphoneFailed(let message):
             guard let current = turn, current.stage == .listening else { return [] }
-            return [.send(.cancel)] + finish(current, .failure(.microphoneUnavailable, message))
+            return [.abandon] + finish(current, .failure(.microphoneUnavailable, message))
 
         case .ready:
             ready = true
@@ -260,13 +305,13 @@ public struct TurnMachine: Sendable, Equatable {
             return [.dropFrames, .phase(.speaking), .play]
 
         case .badAudio(let why, let bytes):
-            if let current = turn, current.stage == .thinking {
-                return finish(current, .failure(.badAnswer, why)) + [.send(.spoke)]
-            }
             // The server holds its speaking flag until `spoke` (or 250 ms); nothing will play.
+            if let current = turn, current.stage == .thinking {
+                return [.spoke] + finish(current, .failure(.badAnswer, why))
+            }
             // A push turn still capturing keeps its phase.
             let idle: [TurnAction] = playing || turn != nil ? [] : [.phase(nil)]
-            return [.report(why, fields: ["bytes": String(bytes)])] + idle + [.cue(.error), .send(.spoke)]
+            return [.report(why, fields: ["bytes": String(bytes)])] + idle + [.cue(.error), .spoke]
 
         case .answerLost(let why):
             guard let current = turn, current.stage == .thinking else { return [] }
@@ -275,12 +320,18 @@ public struct TurnMachine: Sendable, Equatable {
         case .played(let failure, let sameConnection):
             guard playing else { return [] }
             playing = false
+            if let current = turn, let pending = current.notice {
+                // A reply from before the notice, stopped, ends with nothing to say.
+                guard current.saying else { return [.dropFrames] }
+                return [.dropFrames] + deliver(current, Self.saidBySatellite(pending, failure))
+            }
             // Streaming resumes with fresh audio, none from while it played.
-            var actions: [TurnAction] = [.dropFrames] + (sameConnection ? [.send(.spoke)] : [])
+            var actions: [TurnAction] = [.dropFrames] + (sameConnection ? [.spoke] : [])
+            let why = failure.map { "The answer could not be played on \($0.device): \($0.reason)." }
             if let current = turn, current.stage == .speaking {
-                actions += finish(current, failure.map { .failure(.speakerUnavailable, $0) } ?? current.completed)
+                actions += finish(current, why.map { .failure(.speakerUnavailable, $0) } ?? current.completed)
             } else {
-                if let failure { actions.append(.report(failure, fields: [:])) }
+                if let why { actions.append(.report(why, fields: [:])) }
                 if turn == nil { actions.append(.phase(nil)) }
             }
             return actions
@@ -289,9 +340,9 @@ public struct TurnMachine: Sendable, Equatable {
             return playing ? [.stopPlayback] : []
 
         case .timeout(let number):
-            guard let current = turn, current.number == number else { return [] }
-            let cancel: [TurnAction] = current.stage == .speaking ? [] : [.send(.cancel)]
-            return cancel + finish(current, .failure(.timeout, "The server gave no answer within \(settings.timeoutSeconds) s."))
+            guard let current = turn, current.number == number, current.notice == nil, let seconds = settings.timeoutSeconds else { return [] }
+            let cancel: [TurnAction] = current.stage == .speaking ? [] : [.abandon]
+            return cancel + finish(current, .failure(.timeout, "The server gave no answer within \(seconds) s."))
 
         case .disconnected(let why):
             ready = false
@@ -300,14 +351,14 @@ public struct TurnMachine: Sendable, Equatable {
             if let current = turn, current.stage != .speaking {
                 actions += finish(current, .failure(.serverUnreachable, "The connection to the server ended during the turn. \(why)"))
             }
-            if !playing { actions.append(.phase(nil)) }
+            if !playing, turn == nil { actions.append(.phase(nil)) }
             return actions + [.microphone]
 
         case .mute:
             guard !muted else { return [] }
             muted = true
             if let current = turn, current.stage == .listening {
-                return [.dropFrames, .send(.cancel)] + finish(current, .error(.mutedWhileListening))
+                return [.dropFrames, .abandon] + deliver(current, .error(.mutedWhileListening))
             }
             if turn == nil, server == .listening, ready { return [.dropServerTurn, .microphone] }
             return [.microphone]
@@ -317,10 +368,32 @@ public struct TurnMachine: Sendable, Equatable {
             muted = false
             return [.microphone]
 
+        case .answered(let heard, let reply, let via, let audio):
+            guard var current = turn, current.stage == .thinking else { return [] }
+            var actions: [TurnAction] = heard.isEmpty ? [] : [.heard(heard)]
+            if heard.isEmpty && reply.isEmpty { return actions + finish(current, .cancelled(.nothingHeard)) }
+            actions.append(.reply(text: reply, via: via))
+            current.heard = heard
+            current.reply = (reply, via)
+            turn = current
+            return audio ? actions : actions + finish(current, current.completed)
+
+        case .requestFailed(let error):
+            guard let current = turn, current.stage == .thinking else { return [] }
+            return finish(current, .error(error))
+
+        case .notice(let isReady):
+            guard var current = turn, let pending = current.notice, !current.saying else { return [] }
+            guard isReady else { return [.errorCue] + deliver(current, pending) }
+            current.saying = true
+            turn = current
+            playing = true
+            return [.play]
+
         case .shutdown:
+            stopping = true
             var actions = turn.map { stopTurn($0, .cancelled(.shuttingDown)) } ?? []
             if playing, !actions.contains(.stopPlayback) { actions.append(.stopPlayback) }
-            ready = false
             return actions + [.microphone]
         }
     }
@@ -332,19 +405,45 @@ public struct TurnMachine: Sendable, Equatable {
         var answering = current
         answering.stage = .thinking
         turn = answering
-        return [.flushFrames, .send(.end)] + (current.hold ? [] : [.decided]) + [.phase(.thinking), .cue(.done), .microphone]
+        return [.endCapture] + (current.hold ? [] : [.decided]) + [.phase(.thinking), .cue(.done), .microphone]
     }
 
-    /// Stops the turn where it is (the server drops it, or the reply stops) and gives it `result`.
+    /// Stops the turn where it is (the question is dropped, or the speaker stops) and gives it `result`.
     private mutating func stopTurn(_ current: Turn, _ result: ControlResult) -> [TurnAction] {
-        let stop: TurnAction = current.stage == .speaking ? .stopPlayback : .send(.cancel)
-        return [stop] + finish(current, result)
+        let stop: TurnAction = current.stage == .speaking ? .stopPlayback : .abandon
+        return [stop] + deliver(current, result)
     }
 
-    /// Gives the turn its one result and forgets it.
+    /// Ends the turn with `result`: an unreachable house is said aloud first (`offline.speak`),
+    /// another error is marked with the error cue.
     private mutating func finish(_ current: Turn, _ result: ControlResult) -> [TurnAction] {
+        guard case .error(let error) = result else { return deliver(current, result) }
+        if error.code == .serverUnreachable, settings.speaksOffline {
+            var saying = current
+            saying.stage = .speaking
+            saying.notice = result
+            turn = saying
+            return [.cancelTimer(number: current.number), .microphone, .phase(.speaking), .prepareNotice]
+        }
         turn = nil
-        return [.cancelTimer(number: current.number), .finish(number: current.number, result), .microphone]
+        return [.cancelTimer(number: current.number), .microphone, .errorCue, .phase(nil), .finish(number: current.number, result)]
+    }
+
+    /// Gives the turn its one result and forgets it; the state says idle and the microphone is put right
+    /// before the caller hears.
+    private mutating func deliver(_ current: Turn, _ result: ControlResult) -> [TurnAction] {
+        turn = nil
+        return [.cancelTimer(number: current.number), .phase(nil), .microphone, .finish(number: current.number, result)]
+    }
+
+    /// The error result, marked as said by the satellite when the notice reached the speaker.
+    public static func saidBySatellite(_ result: ControlResult, _ failure: SpeakerFault?) -> ControlResult {
+        guard case .error(let error) = result else { return result }
+        guard let failure else {
+            return .error(SatelliteError(error.code, error.message + " The satellite said so itself.", via: "satellite"))
+        }
+        return .error(SatelliteError(error.code, error.message
+            + " The satellite could not say so either: the speaker \(failure.device) failed: \(failure.reason)."))
     }
 
     /// The server's state with no push turn in the way: its own turn (wake mode), shown as the satellite's.
