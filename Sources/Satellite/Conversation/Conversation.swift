@@ -55,10 +55,12 @@ public actor Conversation {
     private var results = TurnResults()
     private var endpointer: Endpointer
     private var recorded: [Int16] = []
-    private var microphone: Task<Void, Never>?
+    /// What the record transport's turn starts (the microphone's reader, the request, the answer playing): children of `run()`.
+    private let work = WorkGroup()
+    private var microphone: WorkGroup.Handle?
     /// The question in flight to /voice, by turn.
-    private var asking: (number: Int, task: Task<Void, Never>)?
-    private var playing: (number: Int, task: Task<Void, Never>)?
+    private var asking: (number: Int, work: WorkGroup.Handle)?
+    private var playing: (number: Int, work: WorkGroup.Handle)?
     private var plays = 0
 
     public init(settings: Settings, capture: AudioCapture, playback: Playback, link: Link, bus: EventBus, keeper: StateKeeper,
@@ -163,7 +165,12 @@ public actor Conversation {
     private var noticesSpeaking = 0
     private var noticeStopped = false
 
-    /// Ends the turn under way with `shutting_down`, and refuses new ones.
+    /// Runs what the turns start, until `shutdown` has ended the turn under way and that work has ended.
+    public func run() async {
+        await work.run()
+    }
+
+    /// Ends the turn under way with `shutting_down`, and refuses new ones; then `run()` ends.
     public func shutdown() async {
         shuttingDown = true
         if let stream {
@@ -171,6 +178,7 @@ public actor Conversation {
         } else {
             await perform(machine.handle(.shutdown))
         }
+        work.finish()
     }
 
     /// Requests from now on name `room`.
@@ -196,7 +204,7 @@ public actor Conversation {
             case .endCapture: submit()
             case .abandon:
                 recorded = []
-                asking?.task.cancel()
+                asking?.work.cancel()
                 asking = nil
             case .openMicrophone(let number): await openMicrophone(number)
             case .microphone: await closeMicrophoneUnlessWanted()
@@ -228,7 +236,7 @@ public actor Conversation {
             await perform(machine.handle(.microphoneFailed(message: "The microphone \(error.device) cannot be opened: \(error.reason).")))
             return
         }
-        microphone = Task { [weak self] in
+        microphone = work.start { [weak self] in
             for await chunk in frames { await self?.feed(chunk) }
             await self?.captureEnded()
         }
@@ -266,7 +274,7 @@ public actor Conversation {
         guard let number = machine.turn?.number else { return }
         let wav = WAV.encode(PCMAudio(sampleRate: 16000, channels: 1, samples: recorded))
         recorded = []
-        let task = Task { [link, settings] in
+        let task = work.start { [link, settings] in
             do throws(SatelliteError) {
                 let answer = try await link.voice(wav: wav, client: settings.name, room: settings.room)
                 await self.answered(number, answer)
@@ -301,10 +309,10 @@ public actor Conversation {
 
     /// Plays the answer (or the notice) on a task of its own, so `cancel` is taken while it plays.
     private func play(_ audio: PCMAudio) {
-        if let current = playing { current.task.cancel() }
+        if let current = playing { current.work.cancel() }
         plays += 1
         let number = plays
-        let task = Task { [playback] in
+        let task = work.start { [playback] in
             var fault: SpeakerFault?
             do throws(ALSAError) {
                 _ = try await playback.play(audio)

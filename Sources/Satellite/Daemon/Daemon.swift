@@ -125,18 +125,10 @@ public final class Daemon: Sendable {
         if let stateHook { services.append(Service("state hook") { await stateHook.run() }) }
         services += [
             // The turn under way ends with shutting_down, then its callback goes out, before the socket closes.
-            Service("callbacks") {
-                await Service.untilCancelled()
-                await callbacks.shutdown()
-            },
-            Service("watches") {
-                await Service.untilCancelled()
-                await router.endWatches()
-            },
-            Service("conversation") {
-                await Service.untilCancelled()
-                await conversation.shutdown()
-            },
+            Service("callbacks", stop: .ask { await callbacks.shutdown() }) { await callbacks.run() },
+            Service("watches") { await router.run() },
+            // Asked, not cancelled: the turn under way gets `shutting_down` before what it started is stopped.
+            Service("conversation", stop: .ask { await conversation.shutdown() }) { await conversation.run() },
             Service("control socket") { [paths, config] started in
                 // Before READY=1, so the first state already says whether there is a server.
                 await link.follow(await pin.current())
@@ -176,6 +168,7 @@ public final class Daemon: Sendable {
         return await runner.run(signals: signals)
     }
 
-    /// How long stopping may take before the daemon exits anyway (systemd's own stop timeout is longer).
-    static let stopDeadline: Duration = .seconds(10)
+    /// How long stopping may take before the daemon says which parts are stuck and exits: under the
+    /// unit's TimeoutStopSec=10, after which systemd would kill it without a word.
+    static let stopDeadline: Duration = .seconds(8)
 }

@@ -69,22 +69,24 @@ public actor ListenStream {
     private var malformed = 0
 
     private var batcher = FrameBatcher()
-    private var microphone: Task<Void, Never>?
+    /// What this part starts (the microphone's reader, a reply playing, timers): children of `run()`.
+    private let work = WorkGroup()
+    private var microphone: WorkGroup.Handle?
     private var microphoneBusy = false
     private var microphoneRetry = Backoff(first: .seconds(1), cap: .seconds(30))
-    private var microphoneRetryTask: Task<Void, Never>?
+    private var microphoneRetrying = false
 
     /// The turn's state and its decisions (TurnMachine); everything below is I/O around it.
     private var machine: TurnMachine
     /// The reply playing, and which one, so a late end is not taken for a newer one's.
-    private var playing: (number: Int, task: Task<Void, Never>)?
+    private var playing: (number: Int, work: WorkGroup.Handle)?
     private var plays = 0
     /// The push turn's endpointer.
     private var ear: (number: Int, endpointer: Endpointer)?
     /// When the endpointer last decided, for the `decided` record.
     private var decidedAt: UInt64 = 0
     private var results = TurnResults()
-    private var timers: [Int: Task<Void, Never>] = [:]
+    private var timers: [Int: WorkGroup.Handle] = [:]
 
     /// Set when the socket is to be reopened (a new room) once nothing is under way: why, for the journal.
     private var reopening: String?
@@ -113,6 +115,15 @@ public actor ListenStream {
 
     /// Connects, and reconnects with back-off, until cancelled.
     public func run() async {
+        async let children: Void = work.run()
+        await connect()
+        await disconnected()
+        await perform(machine.handle(.shutdown))
+        if let current = playing { await current.work.wait() }
+        await children
+    }
+
+    private func connect() async {
         while !Task.isCancelled {
             guard let server = await link.serverURL() else {
                 lastProblem = SatelliteError(.noServer, "No server is set. Set server.url in the config, or pair with parlourctl pair LINK.")
@@ -152,9 +163,6 @@ public actor ListenStream {
                        ["reason": lastProblem.code.rawValue, "retryMs": String(Self.milliseconds(delay))])
             await pause(delay)
         }
-        await disconnected()
-        await perform(machine.handle(.shutdown))
-        if let current = playing { await current.task.value }
     }
 
     /// One connection, from connecting to its last event; says how it ended. `room` is the one in `url`.
@@ -328,7 +336,7 @@ public actor ListenStream {
             case .stopPlayback: await playback.cancel()
             case .startTimer(let number):
                 let limit = settings.turnTimeout
-                timers[number] = Task { [weak self] in
+                timers[number] = work.start { [weak self] in
                     guard (try? await Task.sleep(for: limit)) != nil else { return }
                     await self?.event(.timeout(number: number))
                 }
@@ -354,11 +362,11 @@ public actor ListenStream {
 
     /// Plays a reply on a task of its own, so `stop` is read while it plays; `spoke` follows its end.
     private func play(_ audio: PCMAudio) {
-        if let current = playing { current.task.cancel() }
+        if let current = playing { current.work.cancel() }
         plays += 1
         let number = plays
         let sentOn = connectionNumber
-        let task = Task { [playback] in
+        let task = work.start { [playback] in
             var failure: ALSAError?
             do throws(ALSAError) {
                 _ = try await playback.play(audio)
@@ -459,7 +467,7 @@ public actor ListenStream {
                 let period = settings.mode == .wake ? batcher.samples : 320
                 let frames = try await capture.open(periodFrames: period)
                 microphoneRetry.reset()
-                microphone = Task { [weak self] in
+                microphone = work.start { [weak self] in
                     for await chunk in frames {
                         guard let self else { return }
                         await self.feed(chunk)
@@ -477,16 +485,17 @@ public actor ListenStream {
         await perform(machine.handle(.microphoneFailed(
             message: "The microphone \(error.device) failed while listening: \(error.reason).")))
         // AudioCapture reports the microphone's health; in wake mode try again with back-off.
-        guard settings.mode == .wake, microphoneRetryTask == nil else { return }
+        guard settings.mode == .wake, !microphoneRetrying else { return }
+        microphoneRetrying = true
         let delay = microphoneRetry.next()
-        microphoneRetryTask = Task { [weak self] in
-            try? await Task.sleep(for: delay)
+        work.start { [weak self] in
+            guard (try? await Task.sleep(for: delay)) != nil else { return }
             await self?.retryMicrophone()
         }
     }
 
     private func retryMicrophone() async {
-        microphoneRetryTask = nil
+        microphoneRetrying = false
         await setMicrophone()
     }
 
