@@ -118,7 +118,13 @@ public final class Daemon: Sendable {
                 await capture.close()
             },
             Service("discovery") { await discovery.run() },
-            Service("link") { await link.run() },
+            Service("link") { started in
+                // Before the stream asks it for the server, and before READY=1, so the first state
+                // already says whether there is a server.
+                await link.follow(await pin.current())
+                started()
+                await link.run()
+            },
             Service("server chooser") { await chooser.run() },
         ]
         if let stream { services.append(Service("stream") { await stream.run() }) }
@@ -130,8 +136,6 @@ public final class Daemon: Sendable {
             // Asked, not cancelled: the turn under way gets `shutting_down` before what it started is stopped.
             Service("conversation", stop: .ask { await conversation.shutdown() }) { await conversation.run() },
             Service("control socket") { [paths, config] started in
-                // Before READY=1, so the first state already says whether there is a server.
-                await link.follow(await pin.current())
                 server.start()
                 keeper.update { $0.started = true }
                 notifier.ready(status: keeper.state.sentence(room: room))

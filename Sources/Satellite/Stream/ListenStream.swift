@@ -10,6 +10,8 @@
 // socket's URL, so a new room reopens the socket, but only once no turn is under
 // way (ours or the server's), so no question is lost to it. Muted, the socket
 // stays open and nothing goes up; answers already on their way still play.
+// The turn's decisions are TurnMachine's (SatelliteCore, table-tested): this
+// actor is its shell for the stream transport, the socket and the devices.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

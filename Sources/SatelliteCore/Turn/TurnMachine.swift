@@ -22,9 +22,9 @@ public enum TurnStage: String, Sendable, Equatable, CaseIterable {
 
 /// What ends, or moves, the turn.
 public enum TurnEvent: Sendable, Equatable {
-    /// A `listen` asks for a push turn; `offline` is its result when the socket is not ready.
+    /// A `listen` asks for a push turn (a turn under way is superseded); `offline` is its result when the socket is not ready.
     case request(number: Int, hold: Bool, offline: SatelliteError)
-    /// The caller cancelled (or went away).
+    /// `parlourctl cancel`.
     case cancel(number: Int)
     /// The holder of a `--hold` turn let go.
     case release(number: Int)
@@ -131,7 +131,7 @@ public enum PeriodRoute: Sendable, Equatable {
     case ignore
 }
 
-/// The turn over /listen: the push turn under way, the server's own turn, the reply playing.
+/// The turn: the push turn under way, the server's own turn (wake mode), the reply playing.
 public struct TurnMachine: Sendable, Equatable {
     public struct Settings: Sendable, Equatable {
         /// Wake mode: the room goes up all the time the socket is ready.
