@@ -5,9 +5,10 @@ JSON for the Swift tests to compare with the satellite's own front end and engin
     wakeword_reference.py features CLIP.raw OUT.json
         {"features": [[40 ints], ...]}  one row every 10 ms, in the front end's
         own unit (the uint16 it computes; pymicro-features hands it out times 0.0390625)
-    wakeword_reference.py detect CLIP.raw OUT.json MODEL...
-        {"MODEL": {"probabilities": [...], "detected": bool}, ...}  one averaged
-        probability per model step, as MicroWakeWord.process_streaming_prob returns it
+    wakeword_reference.py detect OUT.json MODEL,MODEL... CLIP.raw...
+        {"clips": [{"MODEL": {"probabilities": [...], "detected": bool, "cutoff": x}, ...}, ...]}
+        for each clip in order, each model started afresh: one averaged probability
+        per model step, as MicroWakeWord.process_streaming_prob returns it
 
 CLIP.raw is 16 kHz mono signed 16-bit little-endian audio. The answer goes to
 OUT.json, not stdout, so that the test's runner need not read a pipe.
@@ -19,6 +20,7 @@ import sys
 from pymicro_wakeword import MicroWakeWord, MicroWakeWordFeatures, Model
 
 FEATURE_SCALE = 0.0390625
+MODELS = {}
 
 
 def features(audio: bytes):
@@ -30,7 +32,10 @@ def features(audio: bytes):
 def detect(audio: bytes, names):
     result = {}
     for name in names:
-        model = MicroWakeWord.from_builtin(Model(name))
+        if name not in MODELS:
+            MODELS[name] = MicroWakeWord.from_builtin(Model(name))
+        model = MODELS[name]
+        model.reset()  # a fresh model state for each clip
         frontend = MicroWakeWordFeatures()
         probabilities = []
         for frame in frontend.process_streaming(audio):
@@ -46,14 +51,19 @@ def detect(audio: bytes, names):
     return result
 
 
-def main():
-    command, path, out, *rest = sys.argv[1:]
+def read(path):
     with open(path, "rb") as clip:
-        audio = clip.read()
+        return clip.read()
+
+
+def main():
+    command, *rest = sys.argv[1:]
     if command == "features":
-        answer = {"features": features(audio)}
+        path, out = rest
+        answer = {"features": features(read(path))}
     elif command == "detect":
-        answer = detect(audio, rest)
+        out, models, *paths = rest
+        answer = {"clips": [detect(read(path), models.split(",")) for path in paths]}
     else:
         sys.exit(f"unknown command {command!r}: features or detect")
     with open(out, "w", encoding="utf-8") as file:
