@@ -74,12 +74,20 @@ enum WakeWordFiles {
         try manifest(model: "garbage.tflite").write(to: URL(fileURLWithPath: path("garbage.json")))
         try Data(repeating: 7, count: 4096).write(to: URL(fileURLWithPath: path("garbage.tflite")))
         try manifest(model: "x.tflite", cutoff: 2).write(to: URL(fileURLWithPath: path("cutoff.json")))
+        // The shipped okay_nabu with its input's shape vector [1, 3, 40] changed to [1, 3, 32].
+        var model = try Data(contentsOf: URL(fileURLWithPath: WakeWordFiles.directory.appendingPathComponent("models/okay_nabu.tflite").path))
+        let shape = Data([3, 1, 3, 40].flatMap { (value: Int32) in withUnsafeBytes(of: value.littleEndian, Array.init) })
+        let at = try #require(model.range(of: shape), "okay_nabu.tflite has no input shape [1, 3, 40]")
+        model[at.upperBound - 4] = 32
+        try model.write(to: URL(fileURLWithPath: path("narrow.tflite")))
+        try manifest(model: "narrow.tflite").write(to: URL(fileURLWithPath: path("narrow.json")))
 
         let cases: [(manifest: String, mustSay: [String])] = [
             (path("none.json"), [path("none.json"), "cannot be read"]),
             (path("absent.json"), [path("absent.tflite"), "does not exist", "\"model\""]),
             (path("garbage.json"), [path("garbage.tflite"), "is not a TensorFlow Lite model"]),
             (path("cutoff.json"), [path("cutoff.json"), "\"micro.probability_cutoff\"", "between 0 and 1", "not 2"]),
+            (path("narrow.json"), [path("narrow.tflite"), "takes input [1, 3, 32]", "expected [1, frames, 40]"]),
         ]
         for (manifestPath, mustSay) in cases {
             #expect {

@@ -59,9 +59,6 @@ public final class WakeWordModel {
             library.modelDelete(model)
             return WakeWordModelError(file: modelPath, problem: problem)
         }
-        guard library.interpreterAllocateTensors(interpreter) == 0 else {
-            throw fail("cannot be run: TensorFlow Lite could not allocate its tensors")
-        }
         let inputs = library.interpreterGetInputTensorCount(interpreter)
         let outputs = library.interpreterGetOutputTensorCount(interpreter)
         guard inputs == 1, outputs == 1, let input = library.interpreterGetInputTensor(interpreter, 0),
@@ -85,6 +82,10 @@ public final class WakeWordModel {
         let outputParameters = library.tensorQuantizationParams(output)
         guard inputParameters.scale > 0, outputParameters.scale > 0 else {
             throw fail("has no quantisation scale on its \(inputParameters.scale > 0 ? "output" : "input"); expected a quantised model")
+        }
+        // After the checks: a model whose shapes do not fit together fails here, less clearly.
+        guard library.interpreterAllocateTensors(interpreter) == 0 else {
+            throw fail("cannot be run: TensorFlow Lite could not allocate its tensors")
         }
         guard library.tensorByteSize(input) == inputShape[1] * channels, library.tensorByteSize(output) == 1 else {
             throw fail("has tensors of \(library.tensorByteSize(input)) and \(library.tensorByteSize(output)) bytes; "

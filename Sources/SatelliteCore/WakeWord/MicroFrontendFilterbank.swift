@@ -115,34 +115,21 @@ struct MicroFrontendFilterbank: Sendable {
         return (1...channelCount).map { Self.squareRoot(accumulated[$0]) >> UInt32(shift) }
     }
 
-    /// Sqrt64: bit-by-bit integer square root, rounded, with its shortcut to 32 bits when the
-    /// upper word is clear (off by one near 2^32, as the original says and keeps).
+    /// Sqrt64: the integer square root, rounded, with its shortcut to Sqrt32 when the upper word
+    /// is clear (off by one near 2^32, as the original says and keeps).
     static func squareRoot(_ value: UInt64) -> UInt32 {
-        if value >> 32 == 0 { return UInt32(squareRoot32(UInt32(value))) }
-        var num = value
-        var result: UInt64 = 0
-        let topBit = value.leadingZeroBitCount | 1 // 64 - MostSignificantBit64, made odd
-        var bit: UInt64 = 1 << UInt64(63 - topBit)
-        for _ in 0..<((63 - topBit) / 2 + 1) {
-            if num >= result &+ bit {
-                num -= result &+ bit
-                result = (result >> 1) &+ bit
-            } else {
-                result >>= 1
-            }
-            bit >>= 2
-        }
-        if num > result && result != 0xFFFF_FFFF { result += 1 }
-        return UInt32(truncatingIfNeeded: result)
+        if value >> 32 == 0 { return UInt32(bitwiseRoot(UInt32(value))) }
+        return UInt32(truncatingIfNeeded: bitwiseRoot(value))
     }
 
-    private static func squareRoot32(_ value: UInt32) -> UInt16 {
+    /// Sqrt32 and Sqrt64's shared digit-by-digit method, two bits of the value a step.
+    private static func bitwiseRoot<T: FixedWidthInteger & UnsignedInteger>(_ value: T) -> T {
         if value == 0 { return 0 }
         var num = value
-        var result: UInt32 = 0
-        let topBit = value.leadingZeroBitCount | 1
-        var bit: UInt32 = 1 << UInt32(31 - topBit)
-        for _ in 0..<((31 - topBit) / 2 + 1) {
+        var result: T = 0
+        let topBit = value.leadingZeroBitCount | 1 // bits - MostSignificantBit, made odd
+        var bit: T = 1 << (T.bitWidth - 1 - topBit)
+        for _ in 0..<((T.bitWidth - 1 - topBit) / 2 + 1) {
             if num >= result &+ bit {
                 num -= result &+ bit
                 result = (result >> 1) &+ bit
@@ -151,7 +138,8 @@ struct MicroFrontendFilterbank: Sendable {
             }
             bit >>= 2
         }
-        if num > result && result != 0xFFFF { result += 1 }
-        return UInt16(truncatingIfNeeded: result)
+        // Round up, if the result has a bit to spare (0xFFFF for 32 bits, 0xFFFFFFFF for 64).
+        if num > result && result != T.max >> (T.bitWidth / 2) { result += 1 }
+        return result
     }
 }
