@@ -147,7 +147,7 @@ public final class WakeWordModel {
 
     private static func typeName(_ tensor: OpaquePointer, _ library: TFLiteLibrary) -> String {
         let type = library.tensorType(tensor)
-        return [1: "float32", 2: "int32", 3: "uint8", 4: "int64", 7: "int16", 9: "int8", 10: "float16"][type].map { $0 } ?? "type \(type)"
+        return [1: "float32", 2: "int32", 3: "uint8", 4: "int64", 7: "int16", 9: "int8", 10: "float16"][type] ?? "type \(type)"
     }
 }
 
