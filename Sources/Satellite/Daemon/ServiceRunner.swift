@@ -94,8 +94,23 @@ public struct ServiceRunner: Sendable {
             }
             var events = happenings.makeAsyncIterator()
             var running: Set<Int> = []
+            /// Reads what happens until part `index` says it started (nil), or the daemon is to stop (why).
+            func watch(untilStarted index: Int?) async -> Ending? {
+                while let event = await events.next() {
+                    switch event {
+                    case .started(let started) where started == index: return nil
+                    case .started, .deadline: continue
+                    case .ended(let ended):
+                        running.remove(ended)
+                        return .failed(services[ended].name)
+                    case .signal(let number):
+                        return .signal(number)
+                    }
+                }
+                return nil
+            }
             var ending: Ending?
-            starting: for (index, service) in services.enumerated() {
+            for (index, service) in services.enumerated() {
                 let (gate, opener) = AsyncStream.makeStream(of: Void.self)
                 gates.append(opener)
                 running.insert(index)
@@ -113,34 +128,10 @@ public struct ServiceRunner: Sendable {
                     report.yield(.ended(index))
                 }
                 // The next part starts once this one says it has.
-                while let event = await events.next() {
-                    switch event {
-                    case .started(let started) where started == index: continue starting
-                    case .started, .deadline: continue
-                    case .ended(let ended):
-                        running.remove(ended)
-                        ending = .failed(services[ended].name)
-                        break starting
-                    case .signal(let number):
-                        ending = .signal(number)
-                        break starting
-                    }
-                }
+                ending = await watch(untilStarted: index)
+                if ending != nil { break }
             }
-            if ending == nil {
-                waiting: while let event = await events.next() {
-                    switch event {
-                    case .started, .deadline: continue
-                    case .ended(let ended):
-                        running.remove(ended)
-                        ending = .failed(services[ended].name)
-                        break waiting
-                    case .signal(let number):
-                        ending = .signal(number)
-                        break waiting
-                    }
-                }
-            }
+            if ending == nil { ending = await watch(untilStarted: nil) }
             switch ending {
             case .failed(let name)?:
                 bus.notice(.error, "The \(name) part of the daemon stopped on its own; the daemon shuts down so that systemd starts it afresh.",
