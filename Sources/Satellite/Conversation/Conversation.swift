@@ -58,6 +58,7 @@ public actor Conversation {
     /// What the record transport's turn starts (the microphone's reader, the request, the answer playing): children of `run()`.
     private let work = WorkGroup()
     private var microphone: WorkGroup.Handle?
+    private var openingMicrophone = false
     /// The question in flight to /voice, by turn.
     private var asking: (number: Int, work: WorkGroup.Handle)?
     private var playing: (number: Int, work: WorkGroup.Handle)?
@@ -206,7 +207,7 @@ public actor Conversation {
                 recorded = []
                 asking?.work.cancel()
                 asking = nil
-            case .openMicrophone(let number): await openMicrophone(number)
+            case .openMicrophone: await openMicrophone()
             case .microphone: await closeMicrophoneUnlessWanted()
             case .cue(let cue): await cues?.play(cue)
             case .errorCue: await cues?.play(.error, untilEnd: true)
@@ -226,22 +227,29 @@ public actor Conversation {
         }
     }
 
-    /// Opens the microphone for turn `number`; the awake cue follows, so what is said over it is recorded too.
-    private func openMicrophone(_ number: Int) async {
-        guard microphone == nil else { return }
-        let frames: AsyncStream<CaptureChunk>
-        do {
-            frames = try await capture.open()
-        } catch {
-            await perform(machine.handle(.microphoneFailed(message: "The microphone \(error.device) cannot be opened: \(error.reason).")))
-            return
+    /// Opens the microphone for the turn under way (a turn that superseded one finds it open); the awake
+    /// cue follows, so what is said over it is recorded too.
+    private func openMicrophone() async {
+        // Being opened for a turn this one superseded: that call says so for the turn then current.
+        guard !openingMicrophone else { return }
+        if microphone == nil {
+            openingMicrophone = true
+            let frames: AsyncStream<CaptureChunk>
+            do {
+                frames = try await capture.open()
+            } catch {
+                openingMicrophone = false
+                await perform(machine.handle(.microphoneFailed(message: "The microphone \(error.device) cannot be opened: \(error.reason).")))
+                return
+            }
+            openingMicrophone = false
+            microphone = work.start { [weak self] in
+                for await chunk in frames { await self?.feed(chunk) }
+                await self?.captureEnded()
+            }
         }
-        microphone = work.start { [weak self] in
-            for await chunk in frames { await self?.feed(chunk) }
-            await self?.captureEnded()
-        }
-        guard machine.wantsMicrophone else { return await closeMicrophoneUnlessWanted() }
-        await perform(machine.handle(.microphoneOpened(number: number)))
+        guard machine.wantsMicrophone, let current = machine.turn?.number else { return await closeMicrophoneUnlessWanted() }
+        await perform(machine.handle(.microphoneOpened(number: current)))
     }
 
     private func closeMicrophoneUnlessWanted() async {
