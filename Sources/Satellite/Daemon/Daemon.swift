@@ -18,15 +18,18 @@ public final class Daemon: Sendable {
     private let environment: [String: String]
     private let cues: CueSounds
     private let hook: HookCommand?
+    private let wakeWord: WakeWordEngine?
 
-    /// `cues` and `hook` are the config's sounds and state hook, already loaded and checked (main.swift).
+    /// `cues` and `hook` are the config's sounds and state hook, and `wakeWord` the local wake word's
+    /// engine (with `wake` `local`), already loaded and checked (main.swift).
     public init(config: SatelliteConfig, paths: SatellitePaths, environment: [String: String],
-                cues: CueSounds = CueSounds(), hook: HookCommand? = nil) {
+                cues: CueSounds = CueSounds(), hook: HookCommand? = nil, wakeWord: WakeWordEngine? = nil) {
         self.config = config
         self.paths = paths
         self.environment = environment
         self.cues = cues
         self.hook = hook
+        self.wakeWord = wakeWord
     }
 
     /// Runs until SIGTERM or SIGINT. Throws when it cannot start (socket in use).
@@ -47,6 +50,8 @@ public final class Daemon: Sendable {
         board.update {
             $0.room = room
             $0.muted = local.muted
+            // Loaded before the start (or the daemon would not be running).
+            $0.wakeWord = wakeWord.map { WakeWordHealth(model: $0.name, ok: true) }
         }
         keeper.update { $0.muted = local.muted }
 
@@ -79,7 +84,7 @@ public final class Daemon: Sendable {
         var stream: ListenStream?
         if config.transport == .stream {
             stream = ListenStream(
-                settings: .init(name: config.name, room: room, mode: config.wake == .push ? .push : .wake,
+                settings: .init(name: config.name, room: room, mode: config.wake == .server ? .wake : .push,
                                 retryMs: config.server.retryMs, endpointing: endpointing),
                 link: link, capture: capture, playback: playback, bus: bus, keeper: keeper, cues: cuePlayer, muted: local.muted)
         }
@@ -96,6 +101,13 @@ public final class Daemon: Sendable {
         let router = CommandRouter(conversation: conversation, chooser: chooser, admin: ServerAdmin(link: link), settings: settings,
                                    volume: volume, board: board, bus: bus, callbacks: callbacks, doctor: doctor, capture: capture,
                                    keeper: keeper)
+
+        // The satellite's own ear: a wake starts a turn as parlourctl listen does.
+        let wakeWordService = wakeWord.map { engine in
+            WakeWordService(engine: engine, capture: capture, bus: bus, keeper: keeper, refractoryMs: config.wakeWord.refractoryMs) {
+                _ = await router.listen(hold: false, holder: nil)
+            }
+        }
 
         let server = try ControlServer(path: paths.socket, handler: router)
         let journalTask = Task { await journal.run(journalEvents, room: room) }
@@ -117,6 +129,7 @@ public final class Daemon: Sendable {
         ]
         if let stream { services.append(Task { await stream.run() }) }
         if let stateHook { services.append(Task { await stateHook.run() }) }
+        if let wakeWordService { services.append(Task { await wakeWordService.run() }) }
         services.append(Task {
             _ = await capture.probe()
             _ = await playback.probe()
@@ -124,9 +137,10 @@ public final class Daemon: Sendable {
             offline?.prepare()
         })
         if let interval = notifier.watchdogInterval {
-            let pings: [@Sendable () async -> Bool] = [
+            var pings: [@Sendable () async -> Bool] = [
                 { await conversation.ping() }, { await link.ping() }, { await discovery.ping() }, { await chooser.ping() }, { await capture.ping() }, { await playback.ping() },
             ]
+            if let wakeWordService { pings.append { await wakeWordService.ping() } }
             services.append(Task { await notifier.watchdog(every: interval, pings: pings) })
         }
 
