@@ -280,3 +280,40 @@ struct WakeWordTests {
         #expect(await daemon.stop() == 0)
     }
 }
+
+@Suite("doctor checks the wake word's library and model", .serialized, .timeLimit(.minutes(2)))
+struct WakeWordDoctorTests {
+    @Test("both pass while their files are there; a removed model or library fails with its fix")
+    func doctor() async throws {
+        // A folder of the wake word's own, laid out as .build/wakeword, so its files can be taken away.
+        let folder = try Package.temporaryDirectory("wakefolder")
+        let fm = FileManager.default
+        for sub in ["lib", "models"] { try fm.createDirectory(at: folder.appendingPathComponent(sub), withIntermediateDirectories: true) }
+        for file in ["lib/libtensorflowlite_c.so", "models/okay_nabu.json", "models/okay_nabu.tflite"] {
+            try fm.copyItem(at: WakeWordFiles.directory.appendingPathComponent(file), to: folder.appendingPathComponent(file))
+        }
+        let daemon = try await DaemonHarness.start(config: ["transport": "record", "wake": "local"],
+                                                   environment: ["PARLOUR_SATELLITE_WAKEWORD": folder.path])
+        func checks() async throws -> [String: DoctorCheck] {
+            let report = DoctorReport(json: try await daemon.result("doctor")["response"] ?? .null)
+            return Dictionary(uniqueKeysWithValues: report.checks.map { ($0.name.rawValue, $0) })
+        }
+        var found = try await checks()
+        #expect(found["wake_word_library"]?.status == .ok)
+        #expect(found["wake_word_library"]?.detail.contains("TensorFlow Lite 2.") == true)
+        #expect(found["wake_word_model"]?.status == .ok)
+
+        try fm.removeItem(at: folder.appendingPathComponent("models/okay_nabu.tflite"))
+        found = try await checks()
+        #expect(found["wake_word_model"]?.status == .fail)
+        #expect(found["wake_word_model"]?.detail.contains(folder.appendingPathComponent("models/okay_nabu.tflite").path + " does not exist") == true)
+        #expect(found["wake_word_model"]?.fix?.contains("--reinstall parlour-satellite") == true)
+
+        try fm.removeItem(at: folder.appendingPathComponent("lib/libtensorflowlite_c.so"))
+        found = try await checks()
+        #expect(found["wake_word_library"]?.status == .fail)
+        #expect(found["wake_word_library"]?.detail.contains("does not exist") == true)
+        #expect(found["wake_word_library"]?.fix?.contains("scripts/deps") == true)
+        #expect(await daemon.stop() == 0)
+    }
+}

@@ -97,7 +97,7 @@ public final class Daemon: Sendable {
         let volume = SpeakerVolume(output: config.audio.output, mixer: config.audio.mixer, mixerCard: config.audio.mixerCard)
         let callbacks = CallbackSender(bus: bus)
         let doctor = Doctor(parts: .init(capture: capture, playback: playback, discovery: discovery, pin: pin, link: link,
-                                         tokens: tokens, keeper: keeper, board: board), paths: paths)
+                                         tokens: tokens, keeper: keeper, board: board, wakeWord: wakeWord), paths: paths)
         let router = CommandRouter(conversation: conversation, chooser: chooser, admin: ServerAdmin(link: link), settings: settings,
                                    volume: volume, board: board, bus: bus, callbacks: callbacks, doctor: doctor, capture: capture,
                                    keeper: keeper)

@@ -23,6 +23,8 @@ public final class WakeWordModel {
 
     private let library: TFLiteLibrary
     private let modelPath: String
+    /// The library it runs on.
+    public var libraryPath: String { library.path }
     private let model: OpaquePointer
     private var interpreter: OpaquePointer
     private var input: OpaquePointer
