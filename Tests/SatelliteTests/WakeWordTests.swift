@@ -64,6 +64,7 @@ struct WakeWordTests {
         let status = try await daemon.result("status")
         #expect(status["response"]?["wake"] == "local")
         #expect(status["response"]?["wakeWord"] == ["model": "okay_nabu", "ok": true, "error": .null])
+        #expect(try await daemon.ctl("status").out.contains("Wake word:  okay_nabu (works)\n"))
 
         let question = try await Speech.raw(Self.question, before: 0, after: 2)
         daemon.room?.say(try await Speech.raw("okay nabu", before: 0.5, after: 0.5) + question)
