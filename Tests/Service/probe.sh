@@ -184,12 +184,37 @@ t_clean_start() {
   # The room itself: no sound card here, and no server found or configured.
   bad="$(records _PID="$boot_pid" | awk '$2 == "microphone" || $2 == "speaker" || $2 == "server" { next } $1 <= 4 || $2 == "-"'
          records _PID=1 UNIT=$unit | awk '$1 <= 4')"
+  # One known line this machine may not avoid: see "thread priorities".
+  if ! nice_limit_in_force "$boot_pid"; then
+    bad="$(grep -v "Failed to set thread priority for worker thread: .* errno=13" <<<"$bad")"
+  fi
   if [[ -n "$bad" ]]; then
     echo "$bad"
     echo "the clean start wrote $(wc -l <<<"$bad") warnings or stray lines that are not about the room (above)"
     return 1
   fi
   echo "nothing but the room's own warnings ($(records _PID="$boot_pid" | awk '$1 <= 4' | wc -l) about the sound card and the server)"
+}
+
+# LimitNICE=-4 is RLIMIT_NICE 24: libdispatch may set its threads' nice values
+# down to -4. A manager without CAP_SYS_RESOURCE (this machine's containers,
+# when the machine itself lacks it) cannot raise the limit.
+nice_limit_in_force() { [[ "$(awk '/^Max nice priority/ {print $4}' /proc/"$1"/limits)" == 24 ]]; }
+
+t_priorities() {
+  [[ -n "$boot_pid" ]] || { echo "the unit did not start at boot"; return 1; }
+  local lines
+  lines="$(records _PID="$boot_pid" | grep -c "Failed to set thread priority")"
+  if ! nice_limit_in_force "$boot_pid"; then
+    if (( (0x$(awk '/^CapEff/ {print $2}' /proc/1/status) >> 24 & 1) == 0 )); then
+      echo "LimitNICE=-4 is not in force: systemd here has no CAP_SYS_RESOURCE to raise RLIMIT_NICE, so libdispatch's -4 thread is refused ($lines journal line a start)"
+      return 77
+    fi
+    echo "the daemon's RLIMIT_NICE is not LimitNICE=-4's 24: $(grep 'Max nice' /proc/"$boot_pid"/limits)"
+    return 1
+  fi
+  ((lines == 0)) || { echo "libdispatch journals $lines thread priority lines"; return 1; }
+  echo "RLIMIT_NICE 24 (nice down to -4 for itself), and libdispatch set every thread's priority"
 }
 
 t_journal() {
@@ -448,6 +473,7 @@ check "system user" t_user
 check "programs" t_programs
 check "READY=1 and STATUS=" t_ready
 check "clean start" t_clean_start
+check "thread priorities" t_priorities
 check "native journal records" t_journal
 check "no PulseAudio in the daemon" t_no_pulse
 check "control socket" t_socket

@@ -120,8 +120,6 @@ public final class Daemon: Sendable {
         services.append(Task {
             _ = await capture.probe()
             _ = await playback.probe()
-            // After READY=1: espeak-ng says the notice into memory on its own thread.
-            offline?.prepare()
         })
         if let interval = notifier.watchdogInterval {
             let pings: [@Sendable () async -> Bool] = [
