@@ -2,9 +2,10 @@
 // Its classic API (speak_lib.h) is enough: synchronous synthesis into a callback.
 //
 // The library is opened with dlopen when the notice is first needed, not linked:
-// libespeak-ng pulls in libpcaudio and PulseAudio with its codecs (about 10 MiB,
-// and PulseAudio looks for ~/.config/pulse as it loads), none of which a
-// satellite that reaches its house ever uses. The package still depends on it.
+// libespeak-ng pulls in libpcaudio and PulseAudio with its codecs (about 10 MiB;
+// PulseAudio also looks for a sound server, which main.swift points at none),
+// none of which a satellite that reaches its house ever uses. The package still
+// depends on it.
 #include <dlfcn.h>
 #include <stddef.h>
 #include <espeak-ng/speak_lib.h>
