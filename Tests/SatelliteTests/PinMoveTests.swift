@@ -19,13 +19,25 @@ struct PinMoveTests {
     }
 
     static func addAddress(_ address: String) async throws {
-        let done = try await Subprocess.run("/usr/sbin/ip", ["addr", "add", address + "/24", "dev", "d0"])
+        let done = try await Subprocess.run("/usr/sbin/ip", ["addr", "add", address + "/32", "dev", "lo"])
         guard done.status == 0 || done.err.contains("File exists") || done.err.contains("already assigned") else { throw TestFailure("ip addr add \(address): \(done.err)") }
+    }
+
+    static let extra = ["198.51.100.2", "198.51.100.3", "198.51.100.4"]
+
+    static func removeAddress(_ address: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        process.arguments = ["addr", "del", address + "/32", "dev", "lo"]
+        try? process.run()
+        process.waitUntilExit()
     }
 
     func moves(followMoves: Bool) async throws {
         _ = try RealAvahi()
-        for address in ["198.51.100.2", "198.51.100.3", "198.51.100.4"] { try await Self.addAddress(address) }
+        for address in Self.extra { try await Self.addAddress(address) }
+        // On lo, not d0: avahi-daemon would announce den.local at every address of d0, and other suites expect one.
+        defer { for address in Self.extra { Self.removeAddress(address) } }
         let token = "tok-\(UUID().uuidString)"
         let first = try await TestServer.start(token: token, host: "198.51.100.2")
         let port = first.port
