@@ -109,8 +109,8 @@ struct DoctorRulesTests {
         #expect(DoctorRules.serverPinned(Self.configured).detail == "server.url in the config names http://10.0.0.2:8765.")
     }
 
-    static let stateToken = TokenSource.file(path: "/var/lib/parlour-satellite/token", origin: "the state folder")
-    static let credential = TokenSource.file(path: "/run/credentials/parlour-satellite.service/token", origin: "the systemd credential")
+    static let stateToken = TokenSource.file(path: "/var/lib/parlour-satellite/token", kind: .state)
+    static let credential = TokenSource.file(path: "/run/credentials/parlour-satellite.service/token", kind: .credential)
 
     @Test("the token: missing or refused fails with the pair fix, unless systemd's credential would win over pairing")
     func token() {

@@ -70,9 +70,11 @@ public final class Daemon: Sendable {
         for file in ["token", "pin.json", "doctor"] {
             AtomicFile.removeLeftovers(of: SatellitePaths.joined(paths.stateDirectory, file))
         }
-        let pin = ServerPin(stateDirectory: paths.stateDirectory, configuredURL: serverURL, bus: bus)
-        let discovery = Discovery(bus: bus)
         let tokens = TokenStore(stateDirectory: paths.stateDirectory, environment: environment)
+        // server.url's token is the one in force at start (INTERFACE.md), until `token set` gives it another.
+        let pin = ServerPin(stateDirectory: paths.stateDirectory, configuredURL: serverURL,
+                            configuredToken: tokens.inForce()?.kind ?? .state, bus: bus)
+        let discovery = Discovery(bus: bus)
         let link = Link(tokens: tokens, http: HTTPClient(bus: bus), bus: bus, keeper: keeper, retryMs: config.server.retryMs)
         let chooser = ServerChooser(pin: pin, discovery: discovery, link: link, bus: bus,
                                     stateDirectory: paths.stateDirectory, retryMs: config.server.retryMs)
