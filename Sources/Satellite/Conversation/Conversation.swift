@@ -77,7 +77,8 @@ public actor Conversation {
     // MARK: Requests
 
     /// Captures now and answers; `hold` keeps capturing until `release` (or the holder goes).
-    public func listen(hold: Bool, holder: ControlConnection?) async -> ControlResult {
+    /// `started` is called once the turn is registered, so a `release` from then on finds it.
+    public func listen(hold: Bool, holder: ControlConnection?, started: @Sendable () -> Void = {}) async -> ControlResult {
         if shuttingDown { return .cancelled(.shuttingDown) }
         if muted { return .error(.microphoneMuted) }
         // The turn under way ends first (its caller is told it was superseded), so two
@@ -93,6 +94,7 @@ public actor Conversation {
         let number = turns
         let task = Task { await self.runTurn(number: number, hold: hold) }
         turn = Turn(number: number, task: task, holder: hold ? holder : nil)
+        started()
         let result = await task.value
         var mutedWhileCapturing = false
         if turn?.number == number {

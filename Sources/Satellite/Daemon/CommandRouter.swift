@@ -46,7 +46,7 @@ public final class CommandRouter: ControlHandler {
         self.keeper = keeper
     }
 
-    public func handle(_ request: ControlRequest, on connection: ControlConnection) async {
+    public func handle(_ request: ControlRequest, on connection: ControlConnection, underWay: @escaping @Sendable () -> Void) async {
         guard admit(request.command, from: connection.peer) else {
             connection.finish(id: request.id, .error(AccessPolicy.refusal(request.command, peer: connection.peer)))
             return
@@ -66,7 +66,8 @@ public final class CommandRouter: ControlHandler {
             startWatch(request.id, on: connection)
             return
         case .listen(let hold):
-            result = await conversation.listen(hold: hold, holder: connection)
+            // Under way once its turn holds the microphone: an `end` after it on this connection then finds it.
+            result = await conversation.listen(hold: hold, holder: connection, started: underWay)
             bus.publish(.finished(command: "listen", result: result))
         case .end:
             result = .completed(["released": .bool(await conversation.release())])

@@ -105,7 +105,7 @@ public final class Daemon: Sendable {
 
         // Before READY=1, so the first state already says whether there is a server.
         await link.follow(await pin.current())
-        server.start()
+        try server.start()
         keeper.update { $0.started = true }
         notifier.ready(status: keeper.state.sentence(room: room))
         bus.notice(.notice, "parlour-satellite \(SatelliteVersion.satellite) is ready.",
@@ -115,7 +115,7 @@ public final class Daemon: Sendable {
         }
 
         var services: [Task<Void, Never>] = [
-            Task { await discovery.run() }, Task { await link.run() }, Task { await chooser.run() },
+            Task { await discovery.run() }, Task { await link.run() }, Task { await chooser.run() }, Task { await server.run() },
         ]
         if let stream { services.append(Task { await stream.run() }) }
         if let stateHook { services.append(Task { await stateHook.run() }) }
