@@ -7,7 +7,8 @@
 // set, nothing here may change the choice or send the token anywhere else.
 // A server and its token go together (INTERFACE.md): pairing pins the link's
 // server with the link's token; `use` keeps the token only on the same origin
-// (scheme, host, port) and otherwise checks /health alone and pins with none;
+// (scheme, host, port), or with nothing pinned takes the one in force, and
+// otherwise checks /health alone and pins with none;
 // `token set` gives the server in use the state folder's token.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -99,24 +100,35 @@ public actor ServerChooser {
         }
     }
 
-    /// `use URL`: pins by hand. On the origin of the server in use it keeps that server's token and
-    /// checks both routes with it; anywhere else the token stays behind: only /health is checked, and
-    /// the new server gets no token until `pair` or `token set`.
+    /// `use URL`: pins by hand. With nothing pinned it takes the token the satellite holds; on the
+    /// origin of the server in use it keeps that server's token; either way both routes are checked
+    /// with it. Anywhere else the token stays behind: only /health is checked, and the new server
+    /// gets no token until `pair` or `token set`.
     public func use(_ url: String) async -> ControlResult {
         if let refusal = await configDecides() { return .error(refusal) }
         guard let address = ServerAddress(url) else {
             return .failure(.invalidRequest, ServerAddress.problem(url) ?? "")
         }
+        // Nothing pinned: the token the satellite holds (INTERFACE.md); the same origin: that server's own.
         let current = await pin.current()
-        let sameServer = current.flatMap { ServerAddress($0.url) }.map(address.sameOrigin) ?? false
-        let tokenSource = sameServer ? current?.tokenSource : nil
+        let tokenSource: TokenKind?
+        let token: String?
+        do {
+            if let current {
+                let sameServer = ServerAddress(current.url).map(address.sameOrigin) ?? false
+                tokenSource = sameServer ? current.tokenSource : nil
+                token = sameServer ? try await link.tokenInUse() : nil
+            } else {
+                let inForce = try await link.tokenInForce()
+                tokenSource = inForce?.kind
+                token = inForce?.token
+            }
+        } catch {
+            return .error(error)
+        }
         let checked: Result<Void, SatelliteError>
         if tokenSource != nil {
-            do {
-                checked = await link.vet(url, token: try await link.tokenInUse())
-            } catch {
-                return .error(error)
-            }
+            checked = await link.vet(url, token: token)
         } else {
             checked = await link.vet(url, token: nil, healthOnly: true)
         }

@@ -245,10 +245,10 @@ public enum DoctorRules {
         case .unusable(let why):
             return DoctorCheck(.token, .fail, why, fix: "parlourctl token set < token-file   # the token alone, on one line")
         case .refused:
-            // Pairing stores a token in the state folder, which wins over PARLOUR_TOKEN but not over systemd's credential.
+            // This server was pinned with systemd's credential: the file LoadCredential names holds its token.
             let fix = source.isCredential
-                ? "systemctl cat parlour-satellite | grep LoadCredential   # the token file it names wins over pairing: "
-                    + "put the right token there, then \(restart)"
+                ? "systemctl cat parlour-satellite | grep LoadCredential   # this server's token comes from the file it names: "
+                    + "put the right token there, then \(restart) (or pair, which gives it the link's token)"
                 : pairFix
             return DoctorCheck(.token, .fail, "\(url ?? "The server") refused the token (\(from)).", fix: fix)
         case .unchecked(let why):
