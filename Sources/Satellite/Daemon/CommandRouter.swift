@@ -51,6 +51,14 @@ public final class CommandRouter: ControlHandler {
             connection.finish(id: request.id, .error(AccessPolicy.refusal(request.command, peer: connection.peer)))
             return
         }
+        // The next request on this connection waits for this one's result, unless this one waits on the
+        // network, the microphone or a person: then it is under way once started (a listen, once its turn is).
+        switch request.command {
+        case .ask, .meter, .pair, .use, .doctor, .serverStatus, .serverService, .serverPipeline, .serverDoctor, .serverLogs,
+             .serverRestartAgent:
+            underWay()
+        default: break
+        }
         // Registered before the request runs, so that shutdown waits for its callback too.
         let ticket = request.callback.map { callbacks.expect($0, command: request.command.name) }
         if !request.wait { connection.finish(id: request.id, .completed(["accepted": true, "id": request.id])) }
