@@ -251,9 +251,13 @@ public actor Link {
     /// The server in use, for the /listen socket; nil when there is none.
     public func serverURL() -> String? { pin?.url }
 
-    /// The token for the /listen handshake's Authorization header, and for nothing else.
-    /// Nil when the pin's place holds none or holds no bearer token (then nothing is sent, and the check says why).
-    func streamToken() -> String? { try? token() }
+    /// The token for the /listen handshake to `server`, and for nothing else: nil unless `server` is
+    /// still the one in use (the pin may have moved since it was read), when the pin's place holds
+    /// none, or holds no bearer token (then nothing is sent, and the check says why).
+    func streamToken(for server: String) -> String? {
+        guard pin?.url == server else { return nil }
+        return try? token()
+    }
 
     /// The /listen handshake was accepted: the server is there and took the token.
     func streamOpened() {
