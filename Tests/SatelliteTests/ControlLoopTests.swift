@@ -18,8 +18,12 @@ struct ControlLoopTests {
         let server = try await TestServer.start()
         defer { server.stop() }
         let daemon = try await DaemonHarness.start(config: Self.config(server), token: server.token, mic: Speech.silence(60))
+        // Every client is kept to the end: a SocketClient closed while its reader thread still reads would let
+        // that thread take the next client's lines when the kernel hands the next socket the same number.
+        var clients: [SocketClient] = []
         for round in 1...8 {
             let client = try SocketClient(path: daemon.socket)
+            clients.append(client)
             // One write: the daemon reads both lines at once, as it does from parlourctl listen --hold fed by a pipe.
             client.send(ControlProtocol.encode(.listen(hold: true), id: "l") + "\n" + ControlProtocol.encode(.end, id: "e") + "\n")
             let end = await client.result("e")
@@ -67,7 +71,10 @@ struct ControlLoopTests {
             guard n > 0 else { continue }
             let line = String(decoding: buffer[..<n], as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
             let result = try JSONValue.parse(line)
-            #expect(result["status"] == "error" && result["message"]?.stringValue?.contains("connections") == true, "\(line)")
+            // Over a cap, or (on a slow machine, where the flood takes longer than 10 s) idle too long.
+            let message = result["message"]?.stringValue ?? ""
+            #expect(result["error"] == "daemon_unavailable"
+                && (message.contains("its most") || message.contains("No request arrived within")), "\(line)")
             told += 1
         }
         #expect(told >= 1500 - ControlLimits().perUID, "told why: \(told)")
