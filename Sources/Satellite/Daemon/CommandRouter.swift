@@ -27,7 +27,9 @@ public final class CommandRouter: ControlHandler {
     private let doctor: Doctor
     private let capture: AudioCapture
     private let keeper: StateKeeper
-    private struct Watch { let task: Task<Void, Never>; let id: JSONValue; let connection: ControlConnection }
+    private struct Watch { let task: WorkGroup.Handle; let id: JSONValue; let connection: ControlConnection }
+    /// The watches' forwarding: children of `run()`.
+    private let work = WorkGroup()
     private let watches = Mutex<[ObjectIdentifier: Watch]>([:])
 
     public init(conversation: Conversation, chooser: ServerChooser, admin: ServerAdmin, settings: SettingsKeeper,
@@ -74,9 +76,8 @@ public final class CommandRouter: ControlHandler {
             startWatch(request.id, on: connection)
             return
         case .listen(let hold):
-            // Under way once its turn holds the microphone: an `end` after it on this connection then finds it.
-            result = await conversation.listen(hold: hold, holder: connection, started: underWay)
-            bus.publish(.finished(command: "listen", result: result))
+            // Under way once its turn is registered: an `end` after it on this connection then finds it.
+            result = await listen(hold: hold, holder: connection, started: underWay)
         case .end:
             result = .completed(["released": .bool(await conversation.release())])
         case .cancel:
@@ -137,6 +138,14 @@ public final class CommandRouter: ControlHandler {
         }
         if request.wait { connection.finish(id: request.id, result) }
         if let ticket { callbacks.deliver(result, for: ticket) }
+    }
+
+    /// One turn, as `parlourctl listen` asks for it and as the local wake word starts it: its result
+    /// is published for the journal and watch.
+    public func listen(hold: Bool, holder: ControlConnection?, started: @Sendable () -> Void = {}) async -> ControlResult {
+        let result = await conversation.listen(hold: hold, holder: holder, started: started)
+        bus.publish(.finished(command: "listen", result: result))
+        return result
     }
 
     /// Whether `peer` may run `command`; a changing command is logged with who sent it either way.
@@ -212,7 +221,7 @@ public final class CommandRouter: ControlHandler {
         connection.send(JSONValue.object(["v": .number(Double(ControlProtocol.version)), "event": "status",
                                           "message": .string(board.current.state.sentence(room: board.current.room)),
                                           "status": board.current.json]).text)
-        let task = Task {
+        let task = work.start {
             for await event in events {
                 guard case .object(var fields) = event.json else { continue }
                 fields["v"] = .number(Double(ControlProtocol.version))
@@ -222,9 +231,15 @@ public final class CommandRouter: ControlHandler {
         watches.withLock { $0[ObjectIdentifier(connection)] = Watch(task: task, id: id, connection: connection) }
     }
 
+    /// Runs the watches until cancelled (shutdown); then each gets its one result, `shutting_down`.
+    public func run() async {
+        await work.run()
+        await endWatches()
+    }
+
     private func end(_ watch: Watch, _ reason: CancelReason) async {
         watch.task.cancel()
-        await watch.task.value
+        await watch.task.wait()
         watch.connection.stopStreaming()
         watch.connection.finish(id: watch.id, .cancelled(reason))
     }

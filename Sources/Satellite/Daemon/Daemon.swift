@@ -1,8 +1,8 @@
-// Wires the actors together, starts them in order, and stops them in reverse on
-// SIGTERM or SIGINT: the turn under way and every watch get their one result
-// (`shutting_down`) before the socket closes. READY=1 is sent only once the
-// control socket accepts, and the devices are probed after that, so a slow
-// sound card cannot delay readiness.
+// Wires the actors together as services (ServiceRunner) in the order they
+// start; they stop in reverse on SIGTERM or SIGINT: the turn under way and every
+// watch get their one result (`shutting_down`) before the socket closes. READY=1
+// is sent only once the control socket accepts, and the devices are probed after
+// that, so a slow sound card cannot delay readiness.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -18,19 +18,23 @@ public final class Daemon: Sendable {
     private let environment: [String: String]
     private let cues: CueSounds
     private let hook: HookCommand?
+    private let wakeWord: WakeWordEngine?
 
-    /// `cues` and `hook` are the config's sounds and state hook, already loaded and checked (main.swift).
+    /// `cues` and `hook` are the config's sounds and state hook, and `wakeWord` the local wake word's
+    /// engine (with `wake` `local`), already loaded and checked (main.swift).
     public init(config: SatelliteConfig, paths: SatellitePaths, environment: [String: String],
-                cues: CueSounds = CueSounds(), hook: HookCommand? = nil) {
+                cues: CueSounds = CueSounds(), hook: HookCommand? = nil, wakeWord: WakeWordEngine? = nil) {
         self.config = config
         self.paths = paths
         self.environment = environment
         self.cues = cues
         self.hook = hook
+        self.wakeWord = wakeWord
     }
 
-    /// Runs until SIGTERM or SIGINT. Throws when it cannot start (socket in use).
-    public func run(journal: Journal) async throws(SatelliteError) {
+    /// Runs until SIGTERM or SIGINT, or until one of its parts fails (said in the journal).
+    /// Throws when it cannot start (socket in use).
+    public func run(journal: Journal) async throws(SatelliteError) -> ServiceRunner.Ending {
         let signals = Signals.watch([SIGTERM, SIGINT])
         let board = StatusBoard(StatusModel(
             name: config.name, room: config.room, transport: config.transport.rawValue, wake: config.wake.rawValue,
@@ -47,6 +51,8 @@ public final class Daemon: Sendable {
         board.update {
             $0.room = room
             $0.muted = local.muted
+            // Loaded before the start (or the daemon would not be running).
+            $0.wakeWord = wakeWord.map { WakeWordHealth(model: $0.name, ok: true) }
         }
         keeper.update { $0.muted = local.muted }
 
@@ -81,9 +87,10 @@ public final class Daemon: Sendable {
         var stream: ListenStream?
         if config.transport == .stream {
             stream = ListenStream(
-                settings: .init(name: config.name, room: room, mode: config.wake == .push ? .push : .wake,
+                settings: .init(name: config.name, room: room, mode: config.wake == .server ? .wake : .push,
                                 retryMs: config.server.retryMs, endpointing: endpointing),
-                link: link, capture: capture, playback: playback, bus: bus, keeper: keeper, cues: cuePlayer, muted: local.muted)
+                link: link, capture: capture, playback: playback, bus: bus, keeper: keeper, cues: cuePlayer, offline: offline,
+                muted: local.muted)
         }
         let conversation = Conversation(
             settings: .init(name: config.name, room: room, endpointing: endpointing),
@@ -94,60 +101,100 @@ public final class Daemon: Sendable {
         let volume = SpeakerVolume(output: config.audio.output, mixer: config.audio.mixer, mixerCard: config.audio.mixerCard)
         let callbacks = CallbackSender(bus: bus)
         let doctor = Doctor(parts: .init(capture: capture, playback: playback, discovery: discovery, pin: pin, link: link,
-                                         tokens: tokens, keeper: keeper, board: board), paths: paths)
+                                         tokens: tokens, keeper: keeper, board: board, wakeWord: wakeWord), paths: paths)
         let router = CommandRouter(conversation: conversation, chooser: chooser, admin: ServerAdmin(link: link), settings: settings,
                                    volume: volume, board: board, bus: bus, callbacks: callbacks, doctor: doctor, capture: capture,
                                    keeper: keeper)
 
-        let server = try ControlServer(path: paths.socket, handler: router)
-        let journalTask = Task { await journal.run(journalEvents, room: room) }
-        let notifierTask = Task { await notifier.run(notifierEvents, room: room) }
-
-        // Before READY=1, so the first state already says whether there is a server.
-        await link.follow(await pin.current())
-        try server.start()
-        keeper.update { $0.started = true }
-        notifier.ready(status: keeper.state.sentence(room: room))
-        bus.notice(.notice, "parlour-satellite \(SatelliteVersion.satellite) is ready.",
-                   ["socket": paths.socket, "transport": config.transport.rawValue])
-        if local.muted {
-            bus.notice(.notice, "Muted: the microphone stays closed until parlourctl unmute.", ["muted": "true"])
+        // The satellite's own ear: a wake starts a turn as parlourctl listen does.
+        let wakeWordService = wakeWord.map { engine in
+            WakeWordService(engine: engine, capture: capture, bus: bus, keeper: keeper, refractoryMs: config.wakeWord.refractoryMs) {
+                _ = await router.listen(hold: false, holder: nil)
+            }
         }
 
-        var services: [Task<Void, Never>] = [
-            Task { await discovery.run() }, Task { await link.run() }, Task { await chooser.run() }, Task { await server.run() },
+        let server = try ControlServer(path: paths.socket, handler: router)
+
+        // In the order they start; they stop in reverse. The bus's readers start first and stop
+        // last, so every record up to "stopped" is written.
+        var services: [Service] = [
+            Service("journal", stop: .ask {
+                bus.notice(.notice, "parlour-satellite stopped.")
+                bus.finish()
+            }) {
+                async let written: Void = journal.run(journalEvents, room: room)
+                async let told: Void = notifier.run(notifierEvents, room: room)
+                _ = await (written, told)
+            },
+            // Closed last, once nothing can be using the microphone any more.
+            Service("microphone") {
+                await Service.untilCancelled()
+                await capture.close()
+            },
+            Service("discovery") { await discovery.run() },
+            Service("link") { started in
+                // Before the stream asks it for the server, and before READY=1, so the first state
+                // already says whether there is a server.
+                await link.follow(await pin.current())
+                started()
+                await link.run()
+            },
+            Service("server chooser") { await chooser.run() },
         ]
-        if let stream { services.append(Task { await stream.run() }) }
-        if let stateHook { services.append(Task { await stateHook.run() }) }
-        services.append(Task {
-            _ = await capture.probe()
-            _ = await playback.probe()
-            // After READY=1: espeak-ng says the notice into memory on its own thread.
-            offline?.prepare()
-        })
+        if let stream { services.append(Service("stream") { await stream.run() }) }
+        if let stateHook { services.append(Service("state hook") { await stateHook.run() }) }
+        services += [
+            // The turn under way ends with shutting_down, then its callback goes out, before the socket closes.
+            // Each connection's requests, in order; stopped after the turn and the watches have their results.
+            Service("control connections") { await server.run() },
+            Service("callbacks", stop: .ask { await callbacks.shutdown() }) { await callbacks.run() },
+            Service("watches") { await router.run() },
+            // Asked, not cancelled: the turn under way gets `shutting_down` before what it started is stopped.
+            Service("conversation", stop: .ask { await conversation.shutdown() }) { await conversation.run() },
+            Service("control socket") { [paths, config] started in
+                do throws(SatelliteError) {
+                    try server.start()
+                } catch {
+                    bus.notice(.error, error.message)
+                }
+                keeper.update { $0.started = true }
+                notifier.ready(status: keeper.state.sentence(room: room))
+                bus.notice(.notice, "parlour-satellite \(SatelliteVersion.satellite) is ready.",
+                           ["socket": paths.socket, "transport": config.transport.rawValue])
+                if local.muted {
+                    bus.notice(.notice, "Muted: the microphone stays closed until parlourctl unmute.", ["muted": "true"])
+                }
+                started()
+                await Service.untilCancelled()
+                notifier.stopping()
+                server.stop()
+            },
+            // After READY=1, so a slow sound card cannot delay readiness.
+            Service("devices") {
+                _ = await capture.probe()
+                _ = await playback.probe()
+                await Service.untilCancelled()
+            },
+        ]
+        // Last, so it stops first: no wake starts a turn while the rest stops.
+        if let wakeWordService { services.append(Service("wake word") { await wakeWordService.run() }) }
         if let interval = notifier.watchdogInterval {
-            let pings: [@Sendable () async -> Bool] = [
+            var pings: [@Sendable () async -> Bool] = [
                 { await conversation.ping() }, { await link.ping() }, { await discovery.ping() }, { await chooser.ping() }, { await capture.ping() }, { await playback.ping() },
             ]
-            services.append(Task { await notifier.watchdog(every: interval, pings: pings) })
+            if let wakeWordService { pings.append { await wakeWordService.ping() } }
+            services.append(Service("watchdog") { [pings] in await notifier.watchdog(every: interval, pings: pings) })
         }
 
-        for await signal in signals {
-            bus.notice(.notice, "Shutting down on \(signal == SIGTERM ? "SIGTERM" : "SIGINT").")
-            break
+        let runner = ServiceRunner(services, deadline: Self.stopDeadline, bus: bus) { parts in
+            journal.write(JournalRecord(.error, "Stopping took longer than \(Self.stopDeadline); parts still running: "
+                + parts.joined(separator: ", ") + ".", fields: ["EVENT": "shutdown"]))
+            _exit(1)
         }
-        notifier.stopping()
-        server.stop()
-        await conversation.shutdown()
-        await router.endWatches()
-        // The turn under way has just ended with shutting_down: its callback goes out now.
-        await callbacks.shutdown()
-        for service in services.reversed() { service.cancel() }
-        for service in services.reversed() { await service.value }
-        await capture.close()
-        bus.notice(.notice, "parlour-satellite stopped.")
-        bus.finish()
-        await journalTask.value
-        await notifierTask.value
+        return await runner.run(signals: signals)
     }
+
+    /// How long stopping may take before the daemon says which parts are stuck and exits: under the
+    /// unit's TimeoutStopSec=10, after which systemd would kill it without a word.
+    static let stopDeadline: Duration = .seconds(8)
 }

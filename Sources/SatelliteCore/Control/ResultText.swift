@@ -228,8 +228,8 @@ public enum ResultText {
             default: return "unknown"
             }
         }
-        func device(_ d: JSONValue?) -> String {
-            let name = (d?["device"]?.stringValue ?? "?").shown
+        func device(_ d: JSONValue?, named key: String = "device") -> String {
+            let name = (d?[key]?.stringValue ?? "?").shown
             switch d?["ok"] {
             case .bool(true)?: return "\(name) (works)"
             case .bool(false)?: return "\(name) (not working: \((d?["error"]?.stringValue ?? "unknown reason").shown))"
@@ -249,6 +249,8 @@ public enum ResultText {
             addressLine += "Token:      " + (token.map { "the one in \($0.origin), sent to this server alone" }
                 ?? "none goes to this server (parlourctl pair LINK or parlourctl token set gives it one)") + "\n"
         }
+        // Only with a local wake word, as in the JSON.
+        let wakeWordLine = s["wakeWord"].map { "\nWake word:  \(device($0, named: "model"))" } ?? ""
         return """
             State:      \(word(s["state"]))
             Name:       \(word(s["name"]))
@@ -257,7 +259,7 @@ public enum ResultText {
             Server:     \(serverLine)
             \(addressLine)Bonjour:    \(word(s["bonjour"]))
             Microphone: \(device(s["microphone"]))
-            Speaker:    \(device(s["speaker"]))
+            Speaker:    \(device(s["speaker"]))\(wakeWordLine)
             Muted:      \(word(s["muted"]))
             Version:    \(word(s["version"]))
 
