@@ -115,12 +115,12 @@ public final class ControlServer: Sendable {
         }
     }
 
-    /// Serves every connection until `stop` and until each connection's requests have ended.
+    /// Serves every connection until `stop`. A connection's requests are carried on past it, to their
+    /// results, by a task of its own: shutdown ends them through the turn and the watches, which the
+    /// runner stops after this, so waiting for them here would wait for what is stopped later.
     public func run() async {
-        await withDiscardingTaskGroup { group in
-            for await connection in loop.connections {
-                group.addTask { await self.serve(connection) }
-            }
+        for await connection in loop.connections {
+            Task { await self.serve(connection) }
         }
     }
 

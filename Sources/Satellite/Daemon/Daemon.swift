@@ -146,7 +146,11 @@ public final class Daemon: Sendable {
         services += [
             // The turn under way ends with shutting_down, then its callback goes out, before the socket closes.
             // Each connection's requests, in order; stopped after the turn and the watches have their results.
-            Service("control connections") { await server.run() },
+            // (run() returns once the socket stops accepting, before this is stopped: that is no failure.)
+            Service("control connections") {
+                await server.run()
+                await Service.untilCancelled()
+            },
             Service("callbacks", stop: .ask { await callbacks.shutdown() }) { await callbacks.run() },
             Service("watches") { await router.run() },
             // Asked, not cancelled: the turn under way gets `shutting_down` before what it started is stopped.
