@@ -10,11 +10,15 @@ import Foundation
 nonisolated(unsafe) private var echoing: termios?
 
 enum Input {
-    /// One line of standard input without its newline, nil at its end; with `secret`, what is
-    /// typed is not shown (echo is off until the line ends, and comes back on Ctrl-C).
-    static func line(secret: Bool = false) -> String? {
+    /// Shows `prompt`, then reads one line of standard input without its newline, nil at its end;
+    /// with `secret`, what is typed is not shown: echo goes off before the prompt appears (so
+    /// nothing typed ahead of it is echoed either) until the line ends, and comes back on Ctrl-C.
+    static func line(prompt: String, secret: Bool = false) -> String? {
         var saved = termios()
-        guard secret, tcgetattr(0, &saved) == 0 else { return readLine(strippingNewline: true) }
+        guard secret, tcgetattr(0, &saved) == 0 else {
+            FileHandle.standardOutput.write(Data(prompt.utf8))
+            return readLine(strippingNewline: true)
+        }
         var quiet = saved
         quiet.c_lflag &= ~tcflag_t(ECHO)
         echoing = saved
@@ -24,6 +28,7 @@ enum Input {
         }
         // TCSANOW, not TCSAFLUSH: what was typed ahead stays.
         tcsetattr(0, TCSANOW, &quiet)
+        FileHandle.standardOutput.write(Data(prompt.utf8))
         defer {
             tcsetattr(0, TCSANOW, &saved)
             signal(SIGINT, SIG_DFL)

@@ -46,8 +46,7 @@ enum SetupSession {
         while true {
             switch action {
             case .ask(let text, let prompt, let secret):
-                write(text + prompt)
-                let line = Input.line(secret: secret)
+                let line = Input.line(prompt: text + prompt, secret: secret)
                 if secret || line == nil { write("\n") }
                 action = flow.next(.line(line))
             case .send(let text, let request):

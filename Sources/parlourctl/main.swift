@@ -80,23 +80,30 @@ case .success(let invocation):
     case .pair(let argument, let yes):
         let json = invocation.json
         let text = argument == "-" ? Input.readAll() : argument
+        if argument != "-" {
+            FileHandle.standardError.write(Data(("Note: the link, and the token in it, is now in this shell's history and, while "
+                + "parlourctl runs, in the process list. Next time run parlourctl pair - and paste the link on standard input.\n").utf8))
+        }
         let command = ControlCommand.pair(link: text)
         switch PairingLink.parse(text) {
         case .failure(let refusal):
             finish(command, .error(refusal), json: json)
         case .success(let link):
+            // The name and address come from whoever made the link: shown escaped, the address alone on its line.
+            let origin = ServerAddress(link.url)?.origin ?? link.url
             if !yes {
-                switch Input.confirm("Pair with \(link.name) at \(link.url)? Everything said here would go there. [y/N] ") {
+                switch Input.confirm("Pair with \(link.name.shown)?\nAddress: \(origin.shown)\n"
+                    + "Everything said here, and the link's token, would go to that address. [y/N] ") {
                 case true?: break
                 case false?:
                     finish(command, .failure(.invalidRequest, "Not paired: the pairing was not confirmed. Nothing was changed."), json: json)
                 case nil:
                     finish(command, .failure(.invalidRequest,
-                        "The link is for \(link.name) at \(link.url), but there is no terminal to confirm on, so nothing was changed. "
+                        "The link is for \(link.name) at \(origin), but there is no terminal to confirm on, so nothing was changed. "
                             + "Check that this is your server and run the same command again with --yes."), json: json)
                 }
             } else if !json {
-                FileHandle.standardError.write(Data("Pairing with \(link.name) at \(link.url) ...\n".utf8))
+                FileHandle.standardError.write(Data("Pairing with \(link.name.shown)\nAddress: \(origin.shown)\n".utf8))
             }
             run(command, json: json, socket: socket)
         }

@@ -2,6 +2,8 @@
 // <state>/pin.json (INTERFACE.md). Easy to get wrong: the file is read at every
 // start, so a broken one must be named with the way out (`parlourctl unpin`),
 // and `configured` is never written there: the config says that, not the file.
+// `tokenSource` says which of the token's places belongs to this server (never
+// the token): a request carries that token or none (INTERFACE.md token rules).
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -14,24 +16,29 @@ public struct Pin: Sendable, Equatable {
     public var name: String
     public var how: PinHow
     public var pinnedAt: Date
+    /// Where this server's token is read from; nil: this server gets no token (until `pair` or `token set`).
+    public var tokenSource: TokenKind?
 
-    public init(url: String, name: String, how: PinHow, pinnedAt: Date) {
+    public init(url: String, name: String, how: PinHow, pinnedAt: Date, tokenSource: TokenKind? = .state) {
         self.url = url
         self.name = name
         self.how = how
         self.pinnedAt = pinnedAt
+        self.tokenSource = tokenSource
     }
 
-    /// `{"how","name","pinnedAt","url"}`, with `pinnedAt` in ISO 8601 (UTC, whole seconds).
+    /// `{"how","name","pinnedAt","tokenSource","url"}`, with `pinnedAt` in ISO 8601 (UTC, whole
+    /// seconds) and `tokenSource` `"credential"`, `"state"`, `"environment"` or null.
     public var json: JSONValue {
         ["url": .string(url), "name": .string(name), "how": .string(how.rawValue),
-         "pinnedAt": .string(pinnedAt.formatted(.iso8601))]
+         "pinnedAt": .string(pinnedAt.formatted(.iso8601)), "tokenSource": .from(tokenSource?.rawValue)]
     }
 
     /// The bytes of pin.json: the JSON and a newline.
     public var fileData: Data { Data((json.text + "\n").utf8) }
 
-    /// Reads pin.json. `file` is the path, for the error; keys other than the four are ignored.
+    /// Reads pin.json. `file` is the path, for the error; other keys are ignored. A pin.json from before
+    /// `tokenSource` was written has its token in the state folder, where pairing and `token set` put it.
     public static func decode(_ data: Data, file: String) throws(PinFileError) -> Pin {
         let value: JSONValue
         do { value = try JSONValue.parse(data) } catch { throw PinFileError(file: file, problem: error.description) }
@@ -59,7 +66,17 @@ public struct Pin: Sendable, Equatable {
         guard let pinnedAt = parseDate(try string("pinnedAt")) else {
             throw PinFileError(file: file, problem: "\"pinnedAt\" is not an ISO 8601 date and time")
         }
-        return Pin(url: url, name: name, how: how, pinnedAt: pinnedAt)
+        var tokenSource: TokenKind? = .state
+        switch fields["tokenSource"] {
+        case nil: break
+        case .null?: tokenSource = nil
+        case let field?:
+            guard let kind = field.stringValue.flatMap(TokenKind.init(rawValue:)) else {
+                throw PinFileError(file: file, problem: "\"tokenSource\" should be \"credential\", \"state\", \"environment\" or null")
+            }
+            tokenSource = kind
+        }
+        return Pin(url: url, name: name, how: how, pinnedAt: pinnedAt, tokenSource: tokenSource)
     }
 
     /// ISO 8601 with or without fractional seconds, in UTC or with an offset.
