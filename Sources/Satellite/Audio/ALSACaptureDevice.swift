@@ -1,8 +1,8 @@
 // A microphone as a stream of chunks, one ALSA period each (20 ms unless asked
-// otherwise). The blocking ALSA reads run on a thread of their own, never on
-// Swift's cooperative pool. Easy to get wrong:
-// the thread must notice a stop even when no data comes (snd_pcm_wait with a
-// period's timeout), and the handle is closed by that thread alone, once.
+// otherwise). The audio thread (AudioEngine) reads it when poll says a period
+// is ready and yields the chunk in that same wake-up. Easy to get wrong: a stop
+// wakes the audio thread (no data may come), and the handle is closed by that
+// thread alone, once.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -21,10 +21,10 @@ public enum CaptureChunk: Sendable, Equatable {
 
 /// One open capture PCM and the thread that reads it.
 ///
-/// Threads: `open` configures the handle on the caller's thread. After `frames()`
-/// only the capture thread touches the handle, and that thread closes it when it
-/// stops. If `frames()` is never called, `stop()` (or deinit) closes it.
-public final class ALSACaptureDevice: @unchecked Sendable {
+/// Threads: `open` configures the handle on the caller's thread (AudioCapture calls it on the
+/// audio thread). After `frames()` only the audio thread touches the handle, and closes it when
+/// the device stops. If `frames()` is never called, `stop()` (or deinit) closes it.
+public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
     public let device: String
     public let rate: Int
     public let channels: Int
@@ -32,6 +32,7 @@ public final class ALSACaptureDevice: @unchecked Sendable {
     public let periodFrames: Int
 
     private let pcm: OpaquePointer
+    private let engine: AudioEngine
     private let stopping = Atomic<Bool>(false)
     private let overrunCount = Atomic<Int>(0)
     private let life = Mutex(Life())
@@ -45,7 +46,15 @@ public final class ALSACaptureDevice: @unchecked Sendable {
         var nextListener = 0
     }
 
-    private init(device: String, rate: Int, channels: Int, pcm: ALSAPCM) {
+    /// The audio thread's, while it drives the device: the period being filled, how far, the
+    /// consumer's stream and what to tell of a failure.
+    private var chunk: [Int16] = []
+    private var filled = 0
+    private var continuation: AsyncStream<CaptureChunk>.Continuation?
+    private var onFailure: (@Sendable (ALSAError) -> Void)?
+
+    private init(device: String, rate: Int, channels: Int, pcm: ALSAPCM, engine: AudioEngine) {
+        self.engine = engine
         self.device = device
         self.rate = rate
         self.channels = channels
@@ -60,20 +69,20 @@ public final class ALSACaptureDevice: @unchecked Sendable {
     /// Opens and configures the device now, so a missing microphone is known at once.
     /// S16_LE interleaved; `default` converts from whatever the card does.
     public static func open(device: String, rate: Int = 16000, channels: Int = 1,
-                            periodFrames: Int = 320) throws(ALSAError) -> ALSACaptureDevice {
+                            periodFrames: Int = 320, engine: AudioEngine = .shared) throws(ALSAError) -> ALSACaptureDevice {
         let pcm = try ALSAPCM.open(device: device, stream: SND_PCM_STREAM_CAPTURE, rate: rate,
                                    channels: channels, periodFrames: periodFrames)
-        return ALSACaptureDevice(device: device, rate: rate, channels: channels, pcm: pcm)
+        return ALSACaptureDevice(device: device, rate: rate, channels: channels, pcm: pcm, engine: engine)
     }
 
     /// Audio lost so far: overruns ALSA recovered from (the thread fell a whole buffer
     /// behind), and chunks dropped because the consumer fell two seconds behind.
     public var overruns: Int { overrunCount.load(ordering: .relaxed) }
 
-    /// Starts the capture thread and returns its chunks. The stream ends after `stop()`,
+    /// Has the audio thread read the device and returns its chunks. The stream ends after `stop()`,
     /// when the consumer stops iterating, or after a `.failed` chunk; by then the device is
     /// closed. Only the first call starts anything; later calls get an empty stream.
-    /// `onFailure` runs on the capture thread just before the `.failed` chunk is yielded.
+    /// `onFailure` runs on the audio thread just before the `.failed` chunk is yielded.
     public func frames(onFailure: (@Sendable (ALSAError) -> Void)? = nil) -> AsyncStream<CaptureChunk> {
         // Two seconds of chunks; a consumer further behind loses the oldest.
         let twoSeconds = max(4, 2 * rate / max(1, periodFrames))
@@ -87,24 +96,17 @@ public final class ALSACaptureDevice: @unchecked Sendable {
             return stream
         }
         continuation.onTermination = { [weak self] _ in self?.stop() }
-        SystemThread.start(name: "alsa-capture") { [self] in
-            let failure = read(into: continuation)
-            snd_pcm_drop(pcm)
-            snd_pcm_close(pcm)
-            if let failure {
-                onFailure?(failure)
-                continuation.yield(.failed(failure))
-            }
-            markClosed()
-            continuation.finish()
-        }
+        self.continuation = continuation
+        self.onFailure = onFailure
+        engine.attach(self)
         return stream
     }
 
-    /// Asks the capture thread to stop; it does within one period and closes the device.
+    /// Asks the audio thread to stop reading; it does at once and closes the device.
     /// Before `frames()` it closes the device at once.
     public func stop() {
         stopping.store(true, ordering: .releasing)
+        engine.wakeUp()
         let closeNow = life.withLock { life in
             defer { if !life.started { life.started = true } }
             return !life.started && !life.closed
@@ -158,42 +160,65 @@ public final class ALSACaptureDevice: @unchecked Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    /// The capture loop; returns the error that ended it, or nil when asked to stop.
-    private func read(into continuation: AsyncStream<CaptureChunk>.Continuation) -> ALSAError? {
-        if let error = call(snd_pcm_start(pcm), "snd_pcm_start") { return error }
-        let timeout = Int32(max(1, periodFrames * 1000 / rate))
-        var chunk = [Int16](repeating: 0, count: periodFrames * channels)
-        var filled = 0
-        while !stopping.load(ordering: .acquiring) {
-            let ready = snd_pcm_wait(pcm, timeout)
-            if ready == 0 { continue }
-            let function = ready < 0 ? "snd_pcm_wait" : "snd_pcm_readi"
-            let got: Int = ready < 0 ? Int(ready) : chunk.withUnsafeMutableBufferPointer { buffer in
+    // MARK: On the audio thread
+
+    var handle: OpaquePointer { pcm }
+    var polls: Bool { true }
+    var deadline: UInt64? { nil }
+
+    func begin() -> Bool {
+        chunk = [Int16](repeating: 0, count: periodFrames * channels)
+        if stopping.load(ordering: .acquiring) { return end(nil) }
+        if let error = call(snd_pcm_start(pcm), "snd_pcm_start") { return end(error) }
+        return true
+    }
+
+    /// Reads what the device has, yielding each whole period as it fills.
+    func service(revents: UInt16, now: UInt64) -> Bool {
+        if stopping.load(ordering: .acquiring) { return end(nil) }
+        guard revents != 0 else { return true }
+        while true {
+            let got: Int = chunk.withUnsafeMutableBufferPointer { buffer in
                 snd_pcm_readi(pcm, buffer.baseAddress! + filled * channels, snd_pcm_uframes_t(periodFrames - filled))
             }
-            if got >= 0 {
+            if got > 0 {
                 filled += got
                 if filled == periodFrames {
-                    if case .dropped = continuation.yield(.samples(chunk)) { overrunCount.add(1, ordering: .relaxed) }
+                    if case .dropped = continuation?.yield(.samples(chunk)) { overrunCount.add(1, ordering: .relaxed) }
                     listeners.withLock { for listener in $0.values { listener.yield(.samples(chunk)) } }
                     filled = 0
                 }
                 continue
             }
             switch Int32(-got) {
-            case EAGAIN, EINTR:
+            case 0, EAGAIN:
+                return true
+            case EINTR:
                 continue
             case EPIPE, ESTRPIPE:
                 // Overrun (or a suspend): recover, and start again since capture
                 // does not restart by itself.
                 overrunCount.add(1, ordering: .relaxed)
-                if let error = call(snd_pcm_recover(pcm, Int32(got), 1), "snd_pcm_recover") { return error }
-                if let error = call(snd_pcm_start(pcm), "snd_pcm_start") { return error }
+                if let error = call(snd_pcm_recover(pcm, Int32(got), 1), "snd_pcm_recover") { return end(error) }
+                if let error = call(snd_pcm_start(pcm), "snd_pcm_start") { return end(error) }
             default:
-                return ALSAError(function: function, code: Int32(truncatingIfNeeded: got), device: device)
+                return end(ALSAError(function: "snd_pcm_readi", code: Int32(truncatingIfNeeded: got), device: device))
             }
         }
-        return nil
+    }
+
+    /// Closes the device, tells of `failure` and ends the stream; false, for the engine to let go.
+    private func end(_ failure: ALSAError?) -> Bool {
+        snd_pcm_drop(pcm)
+        snd_pcm_close(pcm)
+        if let failure {
+            onFailure?(failure)
+            continuation?.yield(.failed(failure))
+        }
+        markClosed()
+        continuation?.finish()
+        continuation = nil
+        return false
     }
 
     private func call(_ result: Int32, _ function: String) -> ALSAError? {
