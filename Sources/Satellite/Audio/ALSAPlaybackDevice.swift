@@ -134,14 +134,15 @@ public final class ALSAPlaybackDevice: AudioEngineSide, @unchecked Sendable {
 
     func begin() -> Bool {
         if audio.frameCount == 0 { return end(.success(PlaybackOutcome(ending: .finished, framesWritten: 0))) }
-        return true
+        // Filled at once: a device not started yet may not say (through poll) that it has room.
+        return service(revents: 0, now: MonotonicClock.nanoseconds())
     }
 
     func service(revents: UInt16, now: UInt64) -> Bool {
         if isCancelled() { return stopNow() }
         switch stage {
         case .writing:
-            guard revents != 0 else { return true }
+            // Tried at every wake-up, not only when poll says so: a write with no room costs an EAGAIN.
             do throws(ALSAError) {
                 try write()
             } catch {
