@@ -12,6 +12,12 @@ import SatelliteCore
 
 // Before any thread starts, so that every thread inherits the mask (Signals).
 Signals.block([SIGTERM, SIGINT])
+// espeak-ng 1.51 (Debian 12) makes a PulseAudio client even to speak into memory,
+// which creates ~/.config/pulse (the state folder) and looks for a sound server.
+// Pointed at none, it gives up at once and makes nothing (OfflineVoice). Set
+// before any thread starts: setenv is not safe while another thread reads the
+// environment.
+setenv("PULSE_SERVER", "unix:/dev/null", 0)
 let environment = ProcessInfo.processInfo.environment
 let journal = Journal(environment: environment)
 
@@ -60,7 +66,21 @@ do {
     fail("Cannot start: \(error.description)", code: 78)
 }
 
-let daemon = Daemon(config: loaded.config, paths: paths, environment: environment, cues: cues, hook: hook)
+// The local wake word's engine, only when it is used: the library is not even loaded otherwise.
+var wakeWord: WakeWordEngine?
+if loaded.config.wake == .local {
+    let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+    let folder = WakeWordFolder.resolve(environment: environment, executable: executable) {
+        FileManager.default.fileExists(atPath: $0)
+    }
+    do {
+        wakeWord = try WakeWordEngine.load(loaded.config.wakeWord, folder: folder, configFile: paths.config)
+    } catch {
+        fail("Cannot start: \(error.description)", code: 78)
+    }
+}
+
+let daemon = Daemon(config: loaded.config, paths: paths, environment: environment, cues: cues, hook: hook, wakeWord: wakeWord)
 let ending: ServiceRunner.Ending
 do {
     ending = try await daemon.run(journal: journal)

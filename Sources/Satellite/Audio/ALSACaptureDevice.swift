@@ -3,6 +3,9 @@
 // is ready and yields the chunk in that same wake-up. Easy to get wrong: a stop
 // wakes the audio thread (no data may come), and the handle is closed by that
 // thread alone, once.
+// The consumer can hand the device on (`detach`, then `attach`) without closing
+// it: the local wake word gives the turn it starts the audio from the moment of
+// the wake, none lost to closing and reopening the device.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -38,6 +41,14 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
     private let life = Mutex(Life())
     /// Listeners in (`copies()`): each gets every chunk the consumer gets.
     private let listeners = Mutex<[Int: AsyncStream<CaptureChunk>.Continuation]>([:])
+    /// Who gets the chunks: the consumer's stream, or (detached) a backlog for the next one.
+    private let consumer = Mutex(Consumer.none)
+
+    private enum Consumer {
+        case none
+        case attached(id: Int, AsyncStream<CaptureChunk>.Continuation)
+        case waiting([[Int16]])
+    }
 
     private struct Life {
         var started = false
@@ -46,11 +57,10 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
         var nextListener = 0
     }
 
-    /// The audio thread's, while it drives the device: the period being filled, how far, the
-    /// consumer's stream and what to tell of a failure.
+    /// The audio thread's, while it drives the device: the period being filled, how far, and
+    /// what to tell of a failure.
     private var chunk: [Int16] = []
     private var filled = 0
-    private var continuation: AsyncStream<CaptureChunk>.Continuation?
     private var onFailure: (@Sendable (ALSAError) -> Void)?
 
     private init(device: String, rate: Int, channels: Int, pcm: ALSAPCM, engine: AudioEngine) {
@@ -84,9 +94,7 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
     /// closed. Only the first call starts anything; later calls get an empty stream.
     /// `onFailure` runs on the audio thread just before the `.failed` chunk is yielded.
     public func frames(onFailure: (@Sendable (ALSAError) -> Void)? = nil) -> AsyncStream<CaptureChunk> {
-        // Two seconds of chunks; a consumer further behind loses the oldest.
-        let twoSeconds = max(4, 2 * rate / max(1, periodFrames))
-        let (stream, continuation) = AsyncStream.makeStream(of: CaptureChunk.self, bufferingPolicy: .bufferingNewest(twoSeconds))
+        let (stream, continuation) = AsyncStream.makeStream(of: CaptureChunk.self, bufferingPolicy: .bufferingNewest(chunkBound))
         let first = life.withLock { life in
             defer { life.started = true }
             return !life.started && !life.closed
@@ -95,12 +103,60 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
             continuation.finish()
             return stream
         }
-        continuation.onTermination = { [weak self] _ in self?.stop() }
-        self.continuation = continuation
+        consume(continuation, id: 0)
         self.onFailure = onFailure
         engine.attach(self)
         return stream
     }
+
+    /// Makes `continuation` the consumer; its stream ending (the consumer gone) stops the device,
+    /// unless it was detached first.
+    private func consume(_ continuation: AsyncStream<CaptureChunk>.Continuation, id: Int) {
+        consumer.withLock { $0 = .attached(id: id, continuation) }
+        continuation.onTermination = { [weak self] _ in
+            guard let self else { return }
+            let current = self.consumer.withLock { c in
+                if case .attached(let now, _) = c { return now == id }
+                return false
+            }
+            if current { self.stop() }
+        }
+    }
+
+    /// Ends the consumer's stream but keeps the device reading: what it hears waits (the newest two
+    /// seconds, after `first`) for `attach()`. False when the device is closed or has no consumer.
+    public func detach(keeping first: [Int16]? = nil) -> Bool {
+        let old: AsyncStream<CaptureChunk>.Continuation? = consumer.withLock { c in
+            guard case .attached(_, let continuation) = c else { return nil }
+            c = .waiting(first.map { [$0] } ?? [])
+            return continuation
+        }
+        old?.finish()
+        return old != nil
+    }
+
+    /// A new consumer for a detached device: its stream begins with what was heard since `detach()`.
+    /// nil when the device is not detached (or has closed since).
+    public func attach() -> AsyncStream<CaptureChunk>? {
+        let (stream, continuation) = AsyncStream.makeStream(of: CaptureChunk.self, bufferingPolicy: .bufferingNewest(chunkBound))
+        let id: Int? = life.withLock { life in
+            guard !life.closed else { return nil }
+            life.nextListener += 1
+            let id = life.nextListener
+            return consumer.withLock { c in
+                guard case .waiting(let backlog) = c else { return nil }
+                for chunk in backlog { continuation.yield(.samples(chunk)) }
+                c = .attached(id: id, continuation)
+                return id
+            }
+        }
+        guard let id else { return nil }
+        consume(continuation, id: id)
+        return stream
+    }
+
+    /// Two seconds of chunks: a consumer further behind loses the oldest.
+    private var chunkBound: Int { max(4, 2 * rate / max(1, periodFrames)) }
 
     /// Asks the audio thread to stop reading; it does at once and closes the device.
     /// Before `frames()` it closes the device at once.
@@ -184,7 +240,21 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
             if got > 0 {
                 filled += got
                 if filled == periodFrames {
-                    if case .dropped = continuation?.yield(.samples(chunk)) { overrunCount.add(1, ordering: .relaxed) }
+                    let dropped: Bool = consumer.withLock { c in
+                        switch c {
+                        case .attached(_, let continuation):
+                            if case .dropped = continuation.yield(.samples(chunk)) { return true }
+                            return false
+                        case .waiting(var backlog):
+                            backlog.append(chunk)
+                            if backlog.count > chunkBound { backlog.removeFirst() }
+                            c = .waiting(backlog)
+                            return false
+                        case .none:
+                            return false
+                        }
+                    }
+                    if dropped { overrunCount.add(1, ordering: .relaxed) }
                     listeners.withLock { for listener in $0.values { listener.yield(.samples(chunk)) } }
                     filled = 0
                 }
@@ -211,13 +281,15 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
     private func end(_ failure: ALSAError?) -> Bool {
         snd_pcm_drop(pcm)
         snd_pcm_close(pcm)
-        if let failure {
-            onFailure?(failure)
-            continuation?.yield(.failed(failure))
+        if let failure { onFailure?(failure) }
+        let last: AsyncStream<CaptureChunk>.Continuation? = consumer.withLock { c in
+            defer { c = .none }
+            if case .attached(_, let continuation) = c { return continuation }
+            return nil
         }
+        if let failure { last?.yield(.failed(failure)) }
         markClosed()
-        continuation?.finish()
-        continuation = nil
+        last?.finish()
         return false
     }
 
