@@ -20,11 +20,13 @@ let package = Package(
         .systemLibrary(name: "CWebSockets", pkgConfig: "libwebsockets", providers: [.apt(["libwebsockets-dev"])]),
         .systemLibrary(name: "CEspeak", pkgConfig: "espeak-ng", providers: [.apt(["libespeak-ng-dev"])]),
         .systemLibrary(name: "CSpawn"),
+        // TensorFlow Lite's C API for the local wake word: declarations only, the library is dlopened.
+        .systemLibrary(name: "CTFLite"),
 
         // Pure policy and codecs: no C, Foundation at most.
         .target(name: "SatelliteCore", swiftSettings: strict),
         // The actors and their adapters around the C libraries.
-        .target(name: "Satellite", dependencies: ["SatelliteCore", "CALSA", "CAvahi", "CCurl", "CEspeak", "CSpawn", "CSystemd", "CWebSockets"], swiftSettings: strict),
+        .target(name: "Satellite", dependencies: ["SatelliteCore", "CALSA", "CAvahi", "CCurl", "CEspeak", "CSpawn", "CSystemd", "CTFLite", "CWebSockets"], swiftSettings: strict),
         .executableTarget(name: "parlour-satellite", dependencies: ["Satellite", "SatelliteCore"], swiftSettings: strict),
         .executableTarget(name: "parlourctl", dependencies: ["SatelliteCore"], swiftSettings: strict),
 

@@ -25,16 +25,19 @@ public enum Speech {
     public static let rawFormat = ["-t", "raw", "-r", "16000", "-c", "1", "-b", "16", "-e", "signed"]
 
     /// `text` spoken by espeak-ng with `leadingMs` of silence before and `trailingMs` after,
-    /// mixed with `noise` so that the spoken part is `snrDB` louder than the noise.
+    /// mixed with `noise` so that the spoken part is `snrDB` louder than the noise; in espeak-ng's
+    /// `voice` (its -v, e.g. "en-us", "en+f3") at `wordsPerMinute` (its -s) when given.
     public static func recording(
-        _ text: String, leadingMs: Int = 500, trailingMs: Int = 2_000, noise: Noise? = nil, snrDB: Double = 12
+        _ text: String, leadingMs: Int = 500, trailingMs: Int = 2_000, noise: Noise? = nil, snrDB: Double = 12,
+        voice: String? = nil, wordsPerMinute: Int? = nil
     ) throws -> Recording {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("speech-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
 
-        try Spawn.run("espeak-ng", package: "espeak-ng", ["-w", path("said.wav"), text])
+        let options = (voice.map { ["-v", $0] } ?? []) + (wordsPerMinute.map { ["-s", String($0)] } ?? [])
+        try Spawn.run("espeak-ng", package: "espeak-ng", options + ["-w", path("said.wav"), text])
         try Spawn.run("sox", package: "sox", [path("said.wav")] + rawFormat + [path("clean.raw"),
             "pad", seconds(leadingMs), seconds(trailingMs)])
         let clean = try read(path("clean.raw"))

@@ -1,0 +1,110 @@
+// The front end's 512-point real FFT in 16-bit fixed point: KISS FFT built with
+// FIXED_POINT=16 (kiss_fftr over a 256-point complex kiss_fft, radix 4 only), as
+// TensorFlow Lite's microfrontend (lib/fft.cc, kiss_fft_int16.cc) compiles it.
+// Hand-written for the reason MicroFrontend.swift gives; every store truncates to
+// 16 bits and every product rounds as KISS FFT's sround does, so the spectrum is
+// the same bit for bit, and with it the features.
+import Glibc
+
+struct MicroFrontendFFT: Sendable {
+    struct Complex: Sendable {
+        var r: Int16
+        var i: Int16
+    }
+
+    /// The real input's length; the spectrum has `size / 2 + 1` bins.
+    static let size = 512
+    private static let complexSize = size / 2
+    /// kf_factor's answer for 256: four radix-4 stages, (radix, remaining length) each.
+    private static let factors = [4, 64, 4, 16, 4, 4, 4, 1]
+
+    private let twiddles: [Complex]
+    private let superTwiddles: [Complex]
+
+    init() {
+        let n = Self.complexSize
+        twiddles = (0..<n).map { k in Self.exp(-2 * Double.pi * Double(k) / Double(n)) }
+        superTwiddles = (0..<n / 2).map { k in Self.exp(-Double.pi * (Double(k + 1) / Double(n) + 0.5)) }
+    }
+
+    /// KISS FFT's kf_cexp in fixed point: floor(.5 + 32767 * cos), likewise sin.
+    private static func exp(_ phase: Double) -> Complex {
+        Complex(r: Int16(floor(0.5 + 32767 * cos(phase))), i: Int16(floor(0.5 + 32767 * sin(phase))))
+    }
+
+    /// The spectrum of `input` (at most `size` samples, zero-padded) shifted left by `shift` bits,
+    /// as FftCompute gives it.
+    func spectrum(_ input: [Int16], shift: Int) -> [Complex] {
+        var samples = [Int16](repeating: 0, count: Self.size)
+        for k in input.indices {
+            samples[k] = Int16(truncatingIfNeeded: Int(UInt16(bitPattern: input[k])) << shift)
+        }
+        let packed = (0..<Self.complexSize).map { Complex(r: samples[2 * $0], i: samples[2 * $0 + 1]) }
+        var half = [Complex](repeating: Complex(r: 0, i: 0), count: Self.complexSize)
+        work(&half, 0, packed, 0, stride: 1, factor: 0)
+        return realSpectrum(half)
+    }
+
+    /// kf_work: p decimated transforms of length m, then one butterfly stage to join them.
+    private func work(_ out: inout [Complex], _ outStart: Int, _ input: [Complex], _ inStart: Int, stride: Int, factor: Int) {
+        let p = Self.factors[factor], m = Self.factors[factor + 1]
+        if m == 1 {
+            for j in 0..<p { out[outStart + j] = input[inStart + j * stride] }
+        } else {
+            for j in 0..<p {
+                work(&out, outStart + j * m, input, inStart + j * stride, stride: stride * p, factor: factor + 2)
+            }
+        }
+        butterfly4(&out, outStart, stride: stride, m: m)
+    }
+
+    private func butterfly4(_ f: inout [Complex], _ start: Int, stride: Int, m: Int) {
+        for k in 0..<m {
+            let a = start + k, b = a + m, c = a + 2 * m, d = a + 3 * m
+            f[a] = Self.divide(f[a], 4); f[b] = Self.divide(f[b], 4)
+            f[c] = Self.divide(f[c], 4); f[d] = Self.divide(f[d], 4)
+            let s0 = Self.multiply(f[b], twiddles[k * stride])
+            let s1 = Self.multiply(f[c], twiddles[2 * k * stride])
+            let s2 = Self.multiply(f[d], twiddles[3 * k * stride])
+            let s5 = Self.subtract(f[a], s1)
+            f[a] = Self.add(f[a], s1)
+            let s3 = Self.add(s0, s2)
+            let s4 = Self.subtract(s0, s2)
+            f[c] = Self.subtract(f[a], s3)
+            f[a] = Self.add(f[a], s3)
+            f[b] = Complex(r: s5.r &+ s4.i, i: s5.i &- s4.r)
+            f[d] = Complex(r: s5.r &- s4.i, i: s5.i &+ s4.r)
+        }
+    }
+
+    /// kiss_fftr's last step: the real input's spectrum from the half-length complex one.
+    private func realSpectrum(_ half: [Complex]) -> [Complex] {
+        let n = Self.complexSize
+        var out = [Complex](repeating: Complex(r: 0, i: 0), count: n + 1)
+        let dc = Self.divide(half[0], 2)
+        out[0].r = dc.r &+ dc.i
+        out[n].r = dc.r &- dc.i
+        for k in 1...n / 2 {
+            let fpk = Self.divide(half[k], 2)
+            let fpnk = Self.divide(Complex(r: half[n - k].r, i: 0 &- half[n - k].i), 2)
+            let f1k = Self.add(fpk, fpnk)
+            let f2k = Self.subtract(fpk, fpnk)
+            let tw = Self.multiply(f2k, superTwiddles[k - 1])
+            // HALF_OF acts on the int sum, before it is stored back in 16 bits.
+            out[k] = Complex(r: Self.half(Int(f1k.r) + Int(tw.r)), i: Self.half(Int(f1k.i) + Int(tw.i)))
+            out[n - k] = Complex(r: Self.half(Int(f1k.r) - Int(tw.r)), i: Self.half(Int(tw.i) - Int(f1k.i)))
+        }
+        return out
+    }
+
+    private static func half(_ x: Int) -> Int16 { Int16(truncatingIfNeeded: x >> 1) }
+    private static func round(_ x: Int) -> Int16 { Int16(truncatingIfNeeded: (x + (1 << 14)) >> 15) }
+    private static func multiply(_ a: Complex, _ b: Complex) -> Complex {
+        Complex(r: round(Int(a.r) * Int(b.r) - Int(a.i) * Int(b.i)), i: round(Int(a.r) * Int(b.i) + Int(a.i) * Int(b.r)))
+    }
+    private static func divide(_ c: Complex, _ k: Int) -> Complex {
+        Complex(r: round(Int(c.r) * (32767 / k)), i: round(Int(c.i) * (32767 / k)))
+    }
+    private static func add(_ a: Complex, _ b: Complex) -> Complex { Complex(r: a.r &+ b.r, i: a.i &+ b.i) }
+    private static func subtract(_ a: Complex, _ b: Complex) -> Complex { Complex(r: a.r &- b.r, i: a.i &- b.i) }
+}
