@@ -1,6 +1,6 @@
 // parlour-satellite: the daemon. It reads its command line and config, refuses
 // to start on a bad config (naming the file and the key), and runs until
-// SIGTERM or SIGINT, after which it exits 0.
+// SIGTERM or SIGINT, after which it exits 0 (1 when one of its parts failed).
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -61,8 +61,9 @@ do {
 }
 
 let daemon = Daemon(config: loaded.config, paths: paths, environment: environment, cues: cues, hook: hook)
+let ending: ServiceRunner.Ending
 do {
-    try await daemon.run(journal: journal)
+    ending = try await daemon.run(journal: journal)
 } catch {
     fail("Cannot start: \(error.message)", code: 1)
 }
@@ -70,4 +71,6 @@ do {
 // the C libraries' teardown (OpenSSL's among them) while a library thread that has
 // not yet wound down (libcurl's, libwebsockets') may still be inside them, which
 // crashed a test daemon once in a few hundred stops.
+// A part that failed (the journal said which) ends the daemon non-zero, so systemd restarts it.
+if case .failed = ending { _exit(1) }
 _exit(0)

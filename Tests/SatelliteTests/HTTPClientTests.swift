@@ -20,7 +20,6 @@ struct HTTPClientTests {
     func cancellation() async throws {
         try await MiniServer.with { server in
             let request = HTTPRequest(method: "GET", url: server.url("slow") + "/health", totalTimeout: .seconds(50))
-            let started = ContinuousClock.now
             let transfer = Task { () async -> TransferFailure? in
                 do throws(HTTPFailure) {
                     _ = try await HTTPClient().send(request)
@@ -31,9 +30,8 @@ struct HTTPClientTests {
             }
             await server.requestArrived()
             transfer.cancel()
+            // The peer answers after 30 s: a transfer not aborted would end with that answer, not `cancelled`.
             #expect(await transfer.value == .cancelled)
-            // The peer answers only after 30 s, so an earlier end means the transfer was aborted.
-            #expect(ContinuousClock.now - started < .seconds(25))
         }
     }
 

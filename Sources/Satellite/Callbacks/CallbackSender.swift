@@ -1,8 +1,8 @@
 // Hands a request's result to the caller's callback URL (README, "Callbacks").
 // The daemon itself does it, so the result arrives even when the caller has
-// gone. Each delivery runs in a task of its own (curl on a thread of its own),
+// gone. Each delivery runs as a child of `run()` (curl on a thread of its own),
 // so it never holds up the voice path or the result to a caller still
-// connected. Easy to get wrong: the request carries no Authorization header and
+// connected, and `shutdown` ends them all before `run()` returns. Easy to get wrong: the request carries no Authorization header and
 // no token (HTTPClient adds no header it is not given, and follows no
 // redirect), and the journal shows the URL without its query, where the
 // caller's own, perhaps private, context is.
@@ -19,7 +19,7 @@ public final class CallbackSender: Sendable {
     /// A request whose result will go to a callback: still running, or being delivered.
     private enum Entry {
         case running(Ticket)
-        case delivering(Task<Void, Never>)
+        case delivering(WorkGroup.Handle)
     }
     private struct State {
         var next = 0
@@ -37,6 +37,8 @@ public final class CallbackSender: Sendable {
     private let http: HTTPClient
     private let bus: EventBus
     private let state = Mutex(State())
+    /// The deliveries: children of `run()`.
+    private let work = WorkGroup()
     /// Yields whenever an entry goes, so shutdown can wait for the last one.
     private let changes: AsyncStream<Void>
     private let changed: AsyncStream<Void>.Continuation
@@ -65,11 +67,16 @@ public final class CallbackSender: Sendable {
     public func deliver(_ result: ControlResult, for ticket: Ticket) {
         state.withLock { s in
             guard case .running? = s.entries[ticket.key] else { return }
-            s.entries[ticket.key] = .delivering(Task { [self] in
+            s.entries[ticket.key] = .delivering(work.start { [self] in
                 await send(result, for: ticket, attempts: CallbackPolicy.attempts)
                 remove(ticket.key)
             })
         }
+    }
+
+    /// Runs the deliveries, until `shutdown` has ended the last.
+    public func run() async {
+        await work.run()
     }
 
     /// Waits up to `CallbackPolicy.shutdownGrace` for every callback; then a request that has
@@ -91,20 +98,21 @@ public final class CallbackSender: Sendable {
             defer { s.entries.removeAll() }
             return Array(s.entries.values)
         }
-        var last: [Task<Void, Never>] = []
+        var last: [WorkGroup.Handle] = []
         for entry in left {
             switch entry {
-            case .delivering(let task):
-                task.cancel()
-                last.append(task)
+            case .delivering(let delivery):
+                delivery.cancel()
+                last.append(delivery)
             case .running(let ticket):
-                last.append(Task { [self] in
+                last.append(work.start { [self] in
                     await send(.cancelled(.shuttingDown), for: ticket, attempts: 1, timeout: .seconds(2))
                 })
             }
         }
-        for task in last { await task.value }
+        for delivery in last { await delivery.wait() }
         changed.finish()
+        work.finish()
     }
 
     private var isEmpty: Bool { state.withLock { $0.entries.isEmpty } }

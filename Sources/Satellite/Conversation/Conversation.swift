@@ -1,7 +1,9 @@
 // One turn at a time: listen to the room until the person stops, send what was
-// said to the server, play the answer. It owns the turn under way, so a second
-// `listen` can supersede the first (whose caller is told so), `cancel` can stop
-// it, and shutdown can end it, each with exactly one result for its caller.
+// said to the server, play the answer. The turn's decisions are TurnMachine's
+// (a second `listen` supersedes the first, whose caller is told so; `cancel`
+// stops it; shutdown ends it; each with exactly one result for its caller).
+// With the stream transport ListenStream carries the turn; with the record
+// transport this actor does: the microphone, the WAV to /voice, the answer.
 // The microphone is closed before the answer plays, so the reply is never
 // recorded as the next question. The cues sound where their moments happen:
 // awake once the microphone is open (so nothing said over it is lost), done
@@ -43,27 +45,28 @@ public actor Conversation {
     /// nil when `offline.speak` is false.
     private let offline: OfflineVoice?
 
-    /// The turn under way, and why it was stopped if it was.
-    private struct Turn {
-        let number: Int
-        let task: Task<ControlResult, Never>
-        var stopReason: CancelReason?
-        var holdReleased = false
-        var holder: ControlConnection?
-        /// The record transport's capture is under way (the microphone is open for it).
-        var capturing = false
-        /// Stopped by a mute while capturing: the result is `muted`.
-        var mutedWhileCapturing = false
-    }
-    private var turn: Turn?
+    /// The turn under way, for `release`: whether it was let go, and who holds it.
+    private var current: (number: Int, holder: ControlConnection?, released: Bool)?
     private var turns = 0
     private var shuttingDown = false
-    private var muted: Bool
+
+    /// The record transport's turn (with the stream transport, ListenStream's machine has it).
+    private var machine: TurnMachine
+    private var results = TurnResults()
+    private var endpointer: Endpointer
+    private var recorded: [Int16] = []
+    /// What the record transport's turn starts (the microphone's reader, the request, the answer playing): children of `run()`.
+    private let work = WorkGroup()
+    private var microphone: WorkGroup.Handle?
+    private var openingMicrophone = false
+    /// The question in flight to /voice, by turn.
+    private var asking: (number: Int, work: WorkGroup.Handle)?
+    private var playing: (number: Int, work: WorkGroup.Handle)?
+    private var plays = 0
 
     public init(settings: Settings, capture: AudioCapture, playback: Playback, link: Link, bus: EventBus, keeper: StateKeeper,
                 stream: ListenStream? = nil, cues: CuePlayer? = nil, offline: OfflineVoice? = nil, muted: Bool = false) {
         self.settings = settings
-        self.muted = muted
         self.capture = capture
         self.playback = playback
         self.link = link
@@ -72,43 +75,40 @@ public actor Conversation {
         self.stream = stream
         self.cues = cues
         self.offline = offline
+        self.machine = TurnMachine(settings: .init(streamsRoom: false, maxUtteranceSamples: settings.endpointing.maxUtteranceMs * 16,
+                                                   timeoutSeconds: nil, speaksOffline: offline != nil),
+                                   muted: muted, ready: true)
+        self.endpointer = Endpointer(settings: settings.endpointing)
     }
 
     // MARK: Requests
 
     /// Captures now and answers; `hold` keeps capturing until `release` (or the holder goes).
     public func listen(hold: Bool, holder: ControlConnection?) async -> ControlResult {
-        if shuttingDown { return .cancelled(.shuttingDown) }
-        if muted { return .error(.microphoneMuted) }
-        // The turn under way ends first (its caller is told it was superseded), so two
-        // turns never share the microphone.
-        while let old = turn {
-            stopTurn(.superseded)
-            await playback.cancel()
-            _ = await old.task.value
-            if turn?.number == old.number { turn = nil }
-        }
-        if shuttingDown { return .cancelled(.shuttingDown) }
         turns += 1
         let number = turns
-        let task = Task { await self.runTurn(number: number, hold: hold) }
-        turn = Turn(number: number, task: task, holder: hold ? holder : nil)
-        let result = await task.value
-        var mutedWhileCapturing = false
-        if turn?.number == number {
-            mutedWhileCapturing = turn?.mutedWhileCapturing ?? false
-            turn = nil
-            keeper.update { $0.phase = nil }
+        current = (number, hold ? holder : nil, false)
+        let result: ControlResult
+        if let stream {
+            result = await stream.pushTurn(number: number, hold: hold)
+        } else {
+            await perform(machine.handle(.request(number: number, hold: hold, offline: SatelliteError(.serverUnreachable, ""))))
+            result = await withCheckedContinuation { results.wait(for: number, $0) }
         }
-        return mutedWhileCapturing ? .error(.mutedWhileListening) : result
+        if current?.number == number { current = nil }
+        return result
     }
 
     /// Ends a held capture: what was heard so far is sent.
-    public func release(from connection: ControlConnection? = nil) -> Bool {
-        guard var current = turn, !current.holdReleased else { return false }
-        if let connection, current.holder != connection { return false }
-        current.holdReleased = true
-        turn = current
+    public func release(from connection: ControlConnection? = nil) async -> Bool {
+        guard let turn = current, !turn.released else { return false }
+        if let connection, turn.holder != connection { return false }
+        current?.released = true
+        if let stream {
+            await stream.release(turn.number)
+        } else {
+            await perform(machine.handle(.release(number: turn.number)))
+        }
         return true
     }
 
@@ -117,12 +117,15 @@ public actor Conversation {
         if noticesSpeaking > 0 {
             noticeStopped = true
             await playback.cancel()
-            if turn == nil { return true }
+            if current == nil { return true }
         }
-        // A reply the server sent on its own (wake mode) is not a turn here, but is stopped the same way.
-        guard turn != nil else { return await stream?.stopPlaying() ?? false }
-        stopTurn(.cancelledByUser)
-        await playback.cancel()
+        if let stream {
+            // A reply the server sent on its own (wake mode) is not a turn, but is stopped the same way.
+            if await stream.cancelTurn() { return true }
+            return await stream.stopPlaying()
+        }
+        guard let number = machine.turn?.number else { return false }
+        await perform(machine.handle(.cancel(number: number)))
         return true
     }
 
@@ -139,219 +142,199 @@ public actor Conversation {
             result = .error(error)
         }
         keeper.update { $0.asking -= 1 }
-        guard let notice = await noticeFor(result) else {
-            await cueError(result)
+        guard case .error(let error) = result, error.code == .serverUnreachable, let notice = await offline?.notice() else {
+            if case .error = result { await cues?.play(.error, untilEnd: true) }
             return result
         }
         // Not a turn, so the state is told apart from one: speaking, while the notice plays.
         keeper.update { $0.notices += 1 }
         noticesSpeaking += 1
         noticeStopped = false
-        let ending = await speak(notice)
+        var fault: SpeakerFault?
+        do throws(ALSAError) {
+            _ = try await playback.play(notice)
+        } catch {
+            fault = SpeakerFault(device: error.device, reason: error.reason)
+        }
         noticesSpeaking -= 1
         keeper.update { $0.notices -= 1 }
         if noticeStopped || shuttingDown { return .cancelled(shuttingDown ? .shuttingDown : .cancelledByUser) }
-        return saidBySatellite(result, ending)
+        return TurnMachine.saidBySatellite(result, fault)
     }
 
     /// Notices being said for `ask` now, and whether `cancel` stopped one.
     private var noticesSpeaking = 0
     private var noticeStopped = false
 
-    // MARK: Cues and the satellite's own voice
-
-    /// The notice to say for `result`: only when the house could not be reached, and `offline.speak` is on.
-    private func noticeFor(_ result: ControlResult) async -> PCMAudio? {
-        guard case .error(let error) = result, error.code == .serverUnreachable, let offline else { return nil }
-        return await offline.notice()
+    /// Runs what the turns start, until `shutdown` has ended the turn under way and that work has ended.
+    public func run() async {
+        await work.run()
     }
 
-    /// Plays the notice; what it says about the speaker goes into the result.
-    private func speak(_ notice: PCMAudio) async -> Result<PlaybackOutcome, ALSAError> {
-        do throws(ALSAError) {
-            return .success(try await playback.play(notice))
-        } catch {
-            return .failure(error)
-        }
-    }
-
-    /// The error result, marked as said by the satellite when the notice reached the speaker.
-    private func saidBySatellite(_ result: ControlResult, _ ending: Result<PlaybackOutcome, ALSAError>) -> ControlResult {
-        guard case .error(let error) = result else { return result }
-        switch ending {
-        case .success:
-            return .error(SatelliteError(error.code, error.message + " The satellite said so itself.", via: "satellite"))
-        case .failure(let speaker):
-            return .error(SatelliteError(error.code, error.message
-                + " The satellite could not say so either: the speaker \(speaker.device) failed: \(speaker.reason)."))
-        }
-    }
-
-    /// The error sound, for an error result that was not spoken; the result follows once it has been heard.
-    private func cueError(_ result: ControlResult) async {
-        guard case .error = result else { return }
-        await cues?.play(.error, untilEnd: true)
-    }
-
-    /// Ends the turn under way with `shutting_down`, and refuses new ones.
+    /// Ends the turn under way with `shutting_down`, and refuses new ones; then `run()` ends.
     public func shutdown() async {
         shuttingDown = true
-        if let current = turn {
-            stopTurn(.shuttingDown)
-            await playback.cancel()
-            _ = await current.task.value
+        if let stream {
+            await stream.shutdown()
+        } else {
+            await perform(machine.handle(.shutdown))
         }
+        work.finish()
     }
 
     /// Requests from now on name `room`.
     public func setRoom(_ room: String) { settings.room = room }
 
-    /// Muted, `listen` is refused; a capture under way (record transport) stops and its caller
-    /// gets `muted`. The stream transport's turn is the stream's to end (`ListenStream.setMuted`).
-    public func setMuted(_ muted: Bool) {
-        self.muted = muted
-        guard muted, var current = turn, current.capturing else { return }
-        current.mutedWhileCapturing = true
-        turn = current
-        stopTurn(.cancelledByUser)
+    /// Muted, `listen` is refused; a capture under way stops and its caller gets `muted`.
+    /// The stream transport's turn is the stream's to end (`ListenStream.setMuted`).
+    public func setMuted(_ muted: Bool) async {
+        guard stream == nil else { return }
+        await perform(machine.handle(muted ? .mute : .unmute))
     }
 
     public func ping() -> Bool { true }
 
-    private func stopTurn(_ reason: CancelReason) {
-        guard var current = turn else { return }
-        if current.stopReason == nil { current.stopReason = reason }
-        turn = current
-        current.task.cancel()
-    }
+    // MARK: The record transport's actions
 
-    private func stopReason(_ number: Int) -> CancelReason {
-        turn.flatMap { $0.number == number ? $0.stopReason : nil } ?? .cancelledByUser
-    }
-
-    private func setCapturing(_ number: Int, _ capturing: Bool) {
-        guard var current = turn, current.number == number else { return }
-        current.capturing = capturing
-        turn = current
-    }
-
-    private func released(_ number: Int) -> Bool {
-        turn.map { $0.number == number && $0.holdReleased } ?? false
-    }
-
-    // MARK: The turn
-
-    private func runTurn(number: Int, hold: Bool) async -> ControlResult {
-        let result = await turnResult(number: number, hold: hold)
-        if Task.isCancelled { return .cancelled(stopReason(number)) }
-        guard let notice = await noticeFor(result) else {
-            await cueError(result)
-            return result
+    private func perform(_ actions: [TurnAction], audio: PCMAudio? = nil) async {
+        for action in actions {
+            switch action {
+            case .beginCapture:
+                recorded = []
+                endpointer = Endpointer(settings: settings.endpointing)
+            case .endCapture: submit()
+            case .abandon:
+                recorded = []
+                asking?.work.cancel()
+                asking = nil
+            case .openMicrophone: await openMicrophone()
+            case .microphone: await closeMicrophoneUnlessWanted()
+            case .cue(let cue): await cues?.play(cue)
+            case .errorCue: await cues?.play(.error, untilEnd: true)
+            case .phase(let phase): keeper.update { $0.phase = phase }
+            case .heard(let text): bus.publish(.heard(text))
+            case .reply(let text, let via): bus.publish(.reply(text: text, via: via))
+            case .report(let why, let fields): bus.notice(.error, why, fields)
+            case .play: if let audio { play(audio) }
+            case .stopPlayback: await playback.cancel()
+            case .prepareNotice:
+                let notice = await offline?.notice()
+                await perform(machine.handle(.notice(ready: notice != nil)), audio: notice)
+            case .finish(let number, let result): results.give(number, result)
+            // The socket's own: nothing to do without one.
+            case .spoke, .dropFrames, .decided, .dropServerTurn, .startTimer, .cancelTimer: break
+            }
         }
-        keeper.update { $0.phase = .speaking }
-        let ending = await speak(notice)
-        if Task.isCancelled { return .cancelled(stopReason(number)) }
-        return saidBySatellite(result, ending)
     }
 
-    /// The turn up to its result: listened, sent, answered and played.
-    private func turnResult(number: Int, hold: Bool) async -> ControlResult {
-        if let stream {
-            let result = await stream.pushTurn(hold: hold) { [weak self] in await self?.released(number) ?? true }
-            return Task.isCancelled ? .cancelled(stopReason(number)) : result
-        }
-        keeper.update { $0.phase = .listening }
-        setCapturing(number, true)
-        let recording = await record(number: number, hold: hold)
-        setCapturing(number, false)
-        let recorded: [Int16]
-        switch recording {
-        case .heard(let samples): recorded = samples
-        case .ended(let result): return result
-        }
-        if Task.isCancelled { return .cancelled(stopReason(number)) }
-
-        keeper.update { $0.phase = .thinking }
-        await cues?.play(.done)
-        let wav = WAV.encode(PCMAudio(sampleRate: 16000, channels: 1, samples: recorded))
-        let answer: VoiceAnswer
-        do {
-            answer = try await link.voice(wav: wav, client: settings.name, room: settings.room)
-            // For scripts/bench: how long reading the answer took (see HTTPClient).
-            bus.notice(.debug, "Answer decoded.", ["monotonic_ns": String(MonotonicClock.nanoseconds())])
-        } catch {
-            if Task.isCancelled { return .cancelled(stopReason(number)) }
-            return .error(error)
-        }
-        if Task.isCancelled { return .cancelled(stopReason(number)) }
-        if !answer.heard.isEmpty { bus.publish(.heard(answer.heard)) }
-        if answer.heard.isEmpty && answer.reply.isEmpty { return .cancelled(.nothingHeard) }
-        bus.publish(.reply(text: answer.reply, via: answer.via))
-
-        if let audio = answer.audio {
-            let pcm: PCMAudio
+    /// Opens the microphone for the turn under way (a turn that superseded one finds it open); the awake
+    /// cue follows, so what is said over it is recorded too.
+    private func openMicrophone() async {
+        // Being opened for a turn this one superseded: that call says so for the turn then current.
+        guard !openingMicrophone else { return }
+        if microphone == nil {
+            openingMicrophone = true
+            let frames: AsyncStream<CaptureChunk>
             do {
-                pcm = try WAV.decode(audio)
+                frames = try await capture.open()
             } catch {
-                return .failure(.badAnswer, "The server's spoken answer is not a WAV this satellite can play: \(error).")
+                openingMicrophone = false
+                await perform(machine.handle(.microphoneFailed(message: "The microphone \(error.device) cannot be opened: \(error.reason).")))
+                return
             }
-            keeper.update { $0.phase = .speaking }
-            do {
-                _ = try await playback.play(pcm)
-            } catch {
-                return .failure(.speakerUnavailable, "The answer could not be played on \(error.device): \(error.reason).")
+            openingMicrophone = false
+            microphone = work.start { [weak self] in
+                for await chunk in frames { await self?.feed(chunk) }
+                await self?.captureEnded()
             }
-            if Task.isCancelled { return .cancelled(stopReason(number)) }
         }
-        return .completed(["heard": .string(answer.heard), "reply": .string(answer.reply), "via": .string(answer.via)])
+        guard machine.wantsMicrophone, let current = machine.turn?.number else { return await closeMicrophoneUnlessWanted() }
+        await perform(machine.handle(.microphoneOpened(number: current)))
     }
 
-    private enum Recording {
-        case heard([Int16])
-        /// The turn ends here, with this result.
-        case ended(ControlResult)
-    }
-
-    /// Records until the endpointer (or the holder) ends the utterance.
-    private func record(number: Int, hold: Bool) async -> Recording {
-        let frames: AsyncStream<CaptureChunk>
-        do {
-            frames = try await capture.open()
-        } catch {
-            return .ended(.failure(.microphoneUnavailable, "The microphone \(error.device) cannot be opened: \(error.reason)."))
-        }
-        // The microphone is open first, so what is said over the sound is recorded too.
-        await cues?.play(.awake)
-        var endpointer = Endpointer(settings: settings.endpointing)
-        let longest = settings.endpointing.maxUtteranceMs * 16
-        var recorded: [Int16] = []
-        var outcome: Recording?
-        reading: for await chunk in frames {
-            switch chunk {
-            case .samples(let samples):
-                recorded.append(contentsOf: samples)
-                let decision = endpointer.feed(samples)
-                if hold {
-                    // Held: the caller decides when it ends; only the longest utterance still stops it.
-                    if released(number) || recorded.count >= longest { break reading }
-                } else {
-                    switch decision {
-                    case .ended: break reading
-                    case .nothingHeard: outcome = .ended(.cancelled(.nothingHeard)); break reading
-                    case .waiting, .speaking: break
-                    }
-                }
-            case .failed(let error):
-                outcome = .ended(.failure(.microphoneUnavailable, "The microphone \(error.device) failed while listening: \(error.reason)."))
-                break reading
-            }
-        }
+    private func closeMicrophoneUnlessWanted() async {
+        guard !machine.wantsMicrophone, let open = microphone else { return }
+        microphone = nil
+        open.cancel()
         await capture.close()
-        if Task.isCancelled { return .ended(.cancelled(stopReason(number))) }
-        if let outcome { return outcome }
-        if recorded.isEmpty {
-            return .ended(.failure(.microphoneUnavailable, "The microphone gave no sound at all."))
+    }
+
+    private func feed(_ chunk: CaptureChunk) async {
+        switch chunk {
+        case .samples(let samples):
+            guard machine.periodRoute == .turn else { return }
+            recorded.append(contentsOf: samples)
+            let decision = endpointer.feed(samples)
+            await perform(machine.handle(.period(samples: samples.count, decision: decision)))
+        case .failed(let error):
+            await perform(machine.handle(.microphoneFailed(message: "The microphone \(error.device) failed while listening: \(error.reason).")))
         }
-        return .heard(recorded)
+    }
+
+    /// The capture's stream ended on its own while the turn was listening.
+    private func captureEnded() async {
+        guard machine.periodRoute == .turn, microphone != nil else { return }
+        await perform(machine.handle(.microphoneFailed(message: "The microphone gave no sound at all.")))
+    }
+
+    /// Sends what was recorded to /voice.
+    private func submit() {
+        guard let number = machine.turn?.number else { return }
+        let wav = WAV.encode(PCMAudio(sampleRate: 16000, channels: 1, samples: recorded))
+        recorded = []
+        let task = work.start { [link, settings] in
+            do throws(SatelliteError) {
+                let answer = try await link.voice(wav: wav, client: settings.name, room: settings.room)
+                await self.answered(number, answer)
+            } catch {
+                await self.failed(number, error)
+            }
+        }
+        asking = (number, task)
+    }
+
+    private func answered(_ number: Int, _ answer: VoiceAnswer) async {
+        guard asking?.number == number else { return }
+        asking = nil
+        // For scripts/bench: how long reading the answer took (see HTTPClient).
+        bus.notice(.debug, "Answer decoded.", ["monotonic_ns": String(MonotonicClock.nanoseconds())])
+        await perform(machine.handle(.answered(heard: answer.heard, reply: answer.reply, via: answer.via, audio: answer.audio != nil)))
+        guard let wav = answer.audio, machine.turn?.number == number else { return }
+        do {
+            let audio = try WAV.decode(wav)
+            await perform(machine.handle(.audio), audio: audio)
+        } catch {
+            let why = "The server's spoken answer is not a WAV this satellite can play: \(error)."
+            await perform(machine.handle(.badAudio(why: why, bytes: wav.count)))
+        }
+    }
+
+    private func failed(_ number: Int, _ error: SatelliteError) async {
+        guard asking?.number == number else { return }
+        asking = nil
+        await perform(machine.handle(.requestFailed(error)))
+    }
+
+    /// Plays the answer (or the notice) on a task of its own, so `cancel` is taken while it plays.
+    private func play(_ audio: PCMAudio) {
+        if let current = playing { current.work.cancel() }
+        plays += 1
+        let number = plays
+        let task = work.start { [playback] in
+            var fault: SpeakerFault?
+            do throws(ALSAError) {
+                _ = try await playback.play(audio)
+            } catch {
+                fault = SpeakerFault(device: error.device, reason: error.reason)
+            }
+            await self.played(number, fault)
+        }
+        playing = (number, task)
+    }
+
+    private func played(_ number: Int, _ fault: SpeakerFault?) async {
+        guard playing?.number == number else { return }
+        playing = nil
+        await perform(machine.handle(.played(failure: fault, sameConnection: true)))
     }
 }

@@ -27,7 +27,9 @@ public final class CommandRouter: ControlHandler {
     private let doctor: Doctor
     private let capture: AudioCapture
     private let keeper: StateKeeper
-    private struct Watch { let task: Task<Void, Never>; let id: JSONValue; let connection: ControlConnection }
+    private struct Watch { let task: WorkGroup.Handle; let id: JSONValue; let connection: ControlConnection }
+    /// The watches' forwarding: children of `run()`.
+    private let work = WorkGroup()
     private let watches = Mutex<[ObjectIdentifier: Watch]>([:])
 
     public init(conversation: Conversation, chooser: ServerChooser, admin: ServerAdmin, settings: SettingsKeeper,
@@ -203,7 +205,7 @@ public final class CommandRouter: ControlHandler {
         connection.send(JSONValue.object(["v": .number(Double(ControlProtocol.version)), "event": "status",
                                           "message": .string(board.current.state.sentence(room: board.current.room)),
                                           "status": board.current.json]).text)
-        let task = Task {
+        let task = work.start {
             for await event in events {
                 guard case .object(var fields) = event.json else { continue }
                 fields["v"] = .number(Double(ControlProtocol.version))
@@ -213,9 +215,15 @@ public final class CommandRouter: ControlHandler {
         watches.withLock { $0[ObjectIdentifier(connection)] = Watch(task: task, id: id, connection: connection) }
     }
 
+    /// Runs the watches until cancelled (shutdown); then each gets its one result, `shutting_down`.
+    public func run() async {
+        await work.run()
+        await endWatches()
+    }
+
     private func end(_ watch: Watch, _ reason: CancelReason) async {
         watch.task.cancel()
-        await watch.task.value
+        await watch.task.wait()
         watch.connection.stopStreaming()
         watch.connection.finish(id: watch.id, .cancelled(reason))
     }

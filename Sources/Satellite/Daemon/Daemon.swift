@@ -1,8 +1,8 @@
-// Wires the actors together, starts them in order, and stops them in reverse on
-// SIGTERM or SIGINT: the turn under way and every watch get their one result
-// (`shutting_down`) before the socket closes. READY=1 is sent only once the
-// control socket accepts, and the devices are probed after that, so a slow
-// sound card cannot delay readiness.
+// Wires the actors together as services (ServiceRunner) in the order they
+// start; they stop in reverse on SIGTERM or SIGINT: the turn under way and every
+// watch get their one result (`shutting_down`) before the socket closes. READY=1
+// is sent only once the control socket accepts, and the devices are probed after
+// that, so a slow sound card cannot delay readiness.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -29,8 +29,9 @@ public final class Daemon: Sendable {
         self.hook = hook
     }
 
-    /// Runs until SIGTERM or SIGINT. Throws when it cannot start (socket in use).
-    public func run(journal: Journal) async throws(SatelliteError) {
+    /// Runs until SIGTERM or SIGINT, or until one of its parts fails (said in the journal).
+    /// Throws when it cannot start (socket in use).
+    public func run(journal: Journal) async throws(SatelliteError) -> ServiceRunner.Ending {
         let signals = Signals.watch([SIGTERM, SIGINT])
         let board = StatusBoard(StatusModel(
             name: config.name, room: config.room, transport: config.transport.rawValue, wake: config.wake.rawValue,
@@ -81,7 +82,8 @@ public final class Daemon: Sendable {
             stream = ListenStream(
                 settings: .init(name: config.name, room: room, mode: config.wake == .push ? .push : .wake,
                                 retryMs: config.server.retryMs, endpointing: endpointing),
-                link: link, capture: capture, playback: playback, bus: bus, keeper: keeper, cues: cuePlayer, muted: local.muted)
+                link: link, capture: capture, playback: playback, bus: bus, keeper: keeper, cues: cuePlayer, offline: offline,
+                muted: local.muted)
         }
         let conversation = Conversation(
             settings: .init(name: config.name, room: room, endpointing: endpointing),
@@ -98,54 +100,79 @@ public final class Daemon: Sendable {
                                    keeper: keeper)
 
         let server = try ControlServer(path: paths.socket, handler: router)
-        let journalTask = Task { await journal.run(journalEvents, room: room) }
-        let notifierTask = Task { await notifier.run(notifierEvents, room: room) }
 
-        // Before READY=1, so the first state already says whether there is a server.
-        await link.follow(await pin.current())
-        server.start()
-        keeper.update { $0.started = true }
-        notifier.ready(status: keeper.state.sentence(room: room))
-        bus.notice(.notice, "parlour-satellite \(SatelliteVersion.satellite) is ready.",
-                   ["socket": paths.socket, "transport": config.transport.rawValue])
-        if local.muted {
-            bus.notice(.notice, "Muted: the microphone stays closed until parlourctl unmute.", ["muted": "true"])
-        }
-
-        var services: [Task<Void, Never>] = [
-            Task { await discovery.run() }, Task { await link.run() }, Task { await chooser.run() },
+        // In the order they start; they stop in reverse. The bus's readers start first and stop
+        // last, so every record up to "stopped" is written.
+        var services: [Service] = [
+            Service("journal", stop: .ask {
+                bus.notice(.notice, "parlour-satellite stopped.")
+                bus.finish()
+            }) {
+                async let written: Void = journal.run(journalEvents, room: room)
+                async let told: Void = notifier.run(notifierEvents, room: room)
+                _ = await (written, told)
+            },
+            // Closed last, once nothing can be using the microphone any more.
+            Service("microphone") {
+                await Service.untilCancelled()
+                await capture.close()
+            },
+            Service("discovery") { await discovery.run() },
+            Service("link") { started in
+                // Before the stream asks it for the server, and before READY=1, so the first state
+                // already says whether there is a server.
+                await link.follow(await pin.current())
+                started()
+                await link.run()
+            },
+            Service("server chooser") { await chooser.run() },
         ]
-        if let stream { services.append(Task { await stream.run() }) }
-        if let stateHook { services.append(Task { await stateHook.run() }) }
-        services.append(Task {
-            _ = await capture.probe()
-            _ = await playback.probe()
-            // After READY=1: espeak-ng says the notice into memory on its own thread.
-            offline?.prepare()
-        })
+        if let stream { services.append(Service("stream") { await stream.run() }) }
+        if let stateHook { services.append(Service("state hook") { await stateHook.run() }) }
+        services += [
+            // The turn under way ends with shutting_down, then its callback goes out, before the socket closes.
+            Service("callbacks", stop: .ask { await callbacks.shutdown() }) { await callbacks.run() },
+            Service("watches") { await router.run() },
+            // Asked, not cancelled: the turn under way gets `shutting_down` before what it started is stopped.
+            Service("conversation", stop: .ask { await conversation.shutdown() }) { await conversation.run() },
+            Service("control socket") { [paths, config] started in
+                server.start()
+                keeper.update { $0.started = true }
+                notifier.ready(status: keeper.state.sentence(room: room))
+                bus.notice(.notice, "parlour-satellite \(SatelliteVersion.satellite) is ready.",
+                           ["socket": paths.socket, "transport": config.transport.rawValue])
+                if local.muted {
+                    bus.notice(.notice, "Muted: the microphone stays closed until parlourctl unmute.", ["muted": "true"])
+                }
+                started()
+                await Service.untilCancelled()
+                notifier.stopping()
+                server.stop()
+            },
+            // After READY=1, so a slow sound card cannot delay readiness; espeak-ng says the notice into memory on its own thread.
+            Service("devices") {
+                _ = await capture.probe()
+                _ = await playback.probe()
+                offline?.prepare()
+                await Service.untilCancelled()
+            },
+        ]
         if let interval = notifier.watchdogInterval {
             let pings: [@Sendable () async -> Bool] = [
                 { await conversation.ping() }, { await link.ping() }, { await discovery.ping() }, { await chooser.ping() }, { await capture.ping() }, { await playback.ping() },
             ]
-            services.append(Task { await notifier.watchdog(every: interval, pings: pings) })
+            services.append(Service("watchdog") { await notifier.watchdog(every: interval, pings: pings) })
         }
 
-        for await signal in signals {
-            bus.notice(.notice, "Shutting down on \(signal == SIGTERM ? "SIGTERM" : "SIGINT").")
-            break
+        let runner = ServiceRunner(services, deadline: Self.stopDeadline, bus: bus) { parts in
+            journal.write(JournalRecord(.error, "Stopping took longer than \(Self.stopDeadline); parts still running: "
+                + parts.joined(separator: ", ") + ".", fields: ["EVENT": "shutdown"]))
+            _exit(1)
         }
-        notifier.stopping()
-        server.stop()
-        await conversation.shutdown()
-        await router.endWatches()
-        // The turn under way has just ended with shutting_down: its callback goes out now.
-        await callbacks.shutdown()
-        for service in services.reversed() { service.cancel() }
-        for service in services.reversed() { await service.value }
-        await capture.close()
-        bus.notice(.notice, "parlour-satellite stopped.")
-        bus.finish()
-        await journalTask.value
-        await notifierTask.value
+        return await runner.run(signals: signals)
     }
+
+    /// How long stopping may take before the daemon says which parts are stuck and exits: under the
+    /// unit's TimeoutStopSec=10, after which systemd would kill it without a word.
+    static let stopDeadline: Duration = .seconds(8)
 }

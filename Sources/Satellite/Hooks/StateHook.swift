@@ -53,7 +53,7 @@ public actor StateHook {
     /// Runs the hook for each state change until cancelled; a hook running then is stopped.
     public func run() async {
         let (latest, newest) = AsyncStream.makeStream(of: StateChange.self, bufferingPolicy: .bufferingNewest(1))
-        let forwarder = Task { [events, room = settings.room] in
+        async let forwarding: Void = { [events, room = settings.room] in
             var room = room
             var serverName: String?
             for await event in events {
@@ -66,11 +66,11 @@ public actor StateHook {
                 }
             }
             newest.finish()
-        }
+        }()
         for await change in latest {
             await run(for: change)
         }
-        forwarder.cancel()
+        await forwarding
     }
 
     private func run(for change: StateChange) async {
@@ -90,18 +90,21 @@ public actor StateHook {
         }
         lastFailure = nil
         let limit = settings.timeout
-        let timer = Task {
-            guard (try? await Task.sleep(for: limit)) != nil else { return false }
-            child.stop(grace: Self.grace)
-            return true
+        // The timer is a child of this call: it ends with the hook.
+        let (exit, timedOut) = await withTaskGroup(of: Bool?.self) { group -> (ChildExit, Bool) in
+            group.addTask {
+                guard (try? await Task.sleep(for: limit)) != nil else { return nil }
+                child.stop(grace: Self.grace)
+                return true
+            }
+            let exit = await withTaskCancellationHandler {
+                await child.exited()
+            } onCancel: {
+                child.stop(grace: Self.grace)
+            }
+            group.cancelAll()
+            return (exit, await group.next() == true)
         }
-        let exit = await withTaskCancellationHandler {
-            await child.exited()
-        } onCancel: {
-            child.stop(grace: Self.grace)
-        }
-        timer.cancel()
-        let timedOut = await timer.value
         report(exit, timedOut: timedOut, change: change, took: ContinuousClock.now - started)
     }
 

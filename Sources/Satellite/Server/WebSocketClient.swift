@@ -50,8 +50,8 @@ public final class WebSocketClient: @unchecked Sendable {
     /// What happens on the connection. Ends after the last event; stopping iteration closes the connection.
     public let events: AsyncStream<WebSocketEvent>
 
-    /// How long a connection may go without a pong before it counts as dead.
-    public static let deadAfter: Duration = .seconds(10)
+    /// How long a connection may go without a pong before it counts as dead: 10 s (a test may set it smaller, TestBounds).
+    public static let deadAfter: Duration = .seconds(TestBounds.deadPeerSeconds(getenv(TestBounds.deadPeerVariable).map { String(cString: $0) }))
     /// How long lws waits after the last pong before it pings.
     static let pingAfterSeconds: UInt16 = 3
     /// The most bytes of binary messages queued but not yet written. About 32 s of 16 kHz

@@ -23,8 +23,9 @@ public actor SettingsKeeper {
     private let capture: AudioCapture
     private let keeper: StateKeeper
     private let bus: EventBus
-    /// The change under way; the next one waits for it.
-    private var last: Task<Void, Never>?
+    /// A change is under way; the next ones wait in line for it.
+    private var changing = false
+    private var queued: [CheckedContinuation<Void, Never>] = []
 
     /// settings.json in `stateDirectory`.
     public static func path(stateDirectory: String) -> String {
@@ -111,15 +112,17 @@ public actor SettingsKeeper {
 
     // MARK: Changing
 
-    /// Runs `body` after every change asked for before it.
+    /// Runs `body` after every change asked for before it, in the order asked, in the caller's task.
     private func serially(_ body: @escaping @Sendable () async -> ControlResult) async -> ControlResult {
-        let previous = last
-        let task = Task<ControlResult, Never> {
-            await previous?.value
-            return await body()
+        if changing {
+            await withCheckedContinuation { queued.append($0) }
+        } else {
+            changing = true
         }
-        last = Task { _ = await task.value }
-        return await task.value
+        let result = await body()
+        // The next change in line goes on; with none, the way is free.
+        if queued.isEmpty { changing = false } else { queued.removeFirst().resume() }
+        return result
     }
 
     /// Writes the changed settings, then puts them into effect (`evenUnsaved`: also when they

@@ -10,6 +10,8 @@
 // socket's URL, so a new room reopens the socket, but only once no turn is under
 // way (ours or the server's), so no question is lost to it. Muted, the socket
 // stays open and nothing goes up; answers already on their way still play.
+// The turn's decisions are TurnMachine's (SatelliteCore, table-tested): this
+// actor is its shell for the stream transport, the socket and the devices.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -51,12 +53,13 @@ public actor ListenStream {
     private let bus: EventBus
     private let keeper: StateKeeper
     private let cues: CuePlayer?
+    /// nil when `offline.speak` is false.
+    private let offline: OfflineVoice?
 
     private var policy: ReconnectPolicy
     /// The connection in use, once it opened; `connectionNumber` tells a new one from the last.
     private var connection: WebSocketClient?
     private var connectionNumber = 0
-    private var isReady = false
     /// Why the last connection ended or failed, for a turn asked for while there is none.
     private var lastProblem = SatelliteError(.serverUnreachable, "The satellite has not connected to the server's /listen yet.")
     /// The last disconnect said in the journal, so a server that stays away is not said every attempt.
@@ -68,33 +71,37 @@ public actor ListenStream {
     private var malformed = 0
 
     private var batcher = FrameBatcher()
-    private var microphone: Task<Void, Never>?
+    /// What this part starts (the microphone's reader, a reply playing, timers): children of `run()`.
+    private let work = WorkGroup()
+    private var microphone: WorkGroup.Handle?
     private var microphoneBusy = false
     private var microphoneRetry = Backoff(first: .seconds(1), cap: .seconds(30))
-    private var microphoneRetryTask: Task<Void, Never>?
+    private var microphoneRetrying = false
 
+    /// The turn's state and its decisions (TurnMachine); everything below is I/O around it.
+    private var machine: TurnMachine
     /// The reply playing, and which one, so a late end is not taken for a newer one's.
-    private var playing: (number: Int, task: Task<Void, Never>)?
+    private var playing: (number: Int, work: WorkGroup.Handle)?
     private var plays = 0
+    /// The push turn's endpointer.
+    private var ear: (number: Int, endpointer: Endpointer)?
+    /// When the endpointer last decided, for the `decided` record.
+    private var decidedAt: UInt64 = 0
+    private var results = TurnResults()
+    private var timers: [Int: WorkGroup.Handle] = [:]
 
-    private var turn: PushTurn?
-    private var turns = 0
-    /// Wake mode: whether the server said it is listening (its turn, not a push turn).
-    private var serverListening = false
-
-    /// The microphone stays closed and nothing goes up.
-    private var muted: Bool
-    /// What the server last said it is doing (wake mode): a turn of its own is under way unless idle.
-    private var serverState = ListenState.idle
     /// Set when the socket is to be reopened (a new room) once nothing is under way: why, for the journal.
     private var reopening: String?
     /// Set when the socket was closed on purpose to reopen it: why.
     private var closing: String?
 
     public init(settings: Settings, link: Link, capture: AudioCapture, playback: Playback, bus: EventBus, keeper: StateKeeper,
-                cues: CuePlayer? = nil, muted: Bool = false) {
+                cues: CuePlayer? = nil, offline: OfflineVoice? = nil, muted: Bool = false) {
         self.settings = settings
-        self.muted = muted
+        self.machine = TurnMachine(settings: .init(
+            streamsRoom: settings.mode == .wake, maxUtteranceSamples: settings.endpointing.maxUtteranceMs * 16,
+            timeoutSeconds: settings.turnTimeout.components.seconds, speaksOffline: offline != nil), muted: muted)
+        self.offline = offline
         self.link = link
         self.capture = capture
         self.playback = playback
@@ -110,6 +117,15 @@ public actor ListenStream {
 
     /// Connects, and reconnects with back-off, until cancelled.
     public func run() async {
+        async let children: Void = work.run()
+        await connect()
+        await disconnected()
+        await perform(machine.handle(.shutdown))
+        if let current = playing { await current.work.wait() }
+        await children
+    }
+
+    private func connect() async {
         while !Task.isCancelled {
             guard let server = await link.serverURL() else {
                 lastProblem = SatelliteError(.noServer, "No server is set. Set server.url in the config, or pair with parlourctl pair LINK.")
@@ -149,9 +165,6 @@ public actor ListenStream {
                        ["reason": lastProblem.code.rawValue, "retryMs": String(Self.milliseconds(delay))])
             await pause(delay)
         }
-        await disconnected()
-        if let current = playing { current.task.cancel(); await current.task.value }
-        await setMicrophone()
     }
 
     /// One connection, from connecting to its last event; says how it ended. `room` is the one in `url`.
@@ -182,9 +195,7 @@ public actor ListenStream {
                 let bound = kind == .text ? "4 KiB" : "8 MiB"
                 let why = "The server sent a \(kind.rawValue) message of \(bytes) bytes, over the \(bound) bound; it was dropped."
                 bus.notice(.error, why, ["bytes": String(bytes)])
-                if let current = turn, current.phase == .answering, kind == .binary {
-                    finishTurn(current.number, .failure(.badAnswer, "\(why) The answer cannot be played."))
-                }
+                if kind == .binary { await perform(machine.handle(.answerLost(why: why))) }
                 outOfStep = why
                 client.close()
             case .closed(let code, let reason):
@@ -231,17 +242,11 @@ public actor ListenStream {
 
     /// The connection is gone: a push turn under way gets its result, and the microphone closes.
     private func disconnected() async {
-        guard connection != nil || isReady else { return }
+        guard connection != nil || machine.ready else { return }
         connection = nil
-        isReady = false
-        serverState = .idle
         // Reopened on purpose, it is back at once: no `offline` flickers past.
         if closing == nil { keeper.update { $0.streamConnected = false } }
-        if let current = turn, current.phase != .playing {
-            finishTurn(current.number, .failure(.serverUnreachable, "The connection to the server ended during the turn. \(lastProblem.message)"))
-        }
-        if playing == nil { keeper.update { $0.phase = nil } }
-        await setMicrophone()
+        await perform(machine.handle(.disconnected(why: lastProblem.message)))
     }
 
     private func pause(_ delay: Duration) async {
@@ -274,23 +279,18 @@ public actor ListenStream {
         }
         switch message {
         case .ready(_, _, let mode):
-            isReady = true
             policy.ready()
             if mode != settings.mode {
                 bus.notice(.warning, "The server took the /listen socket as \(mode.rawValue) mode, not \(settings.mode.rawValue).")
             }
-            await setMicrophone()
+            await perform(machine.handle(.ready))
         case .state(let state, let text):
-            await self.serverState(state, text: text)
+            await perform(machine.handle(.serverState(state, text: text)))
         case .reply(let text, let via):
-            bus.publish(.reply(text: text, via: via))
-            if var current = turn, current.phase == .answering {
-                current.reply = (text, via)
-                turn = current
-            }
+            await perform(machine.handle(.reply(text: text, via: via)))
         case .stop:
             // The server heard its wake word: whatever plays stops now.
-            if playing != nil { await playback.cancel() }
+            await perform(machine.handle(.stop))
         case .unknown(let type):
             if unknownTypes.insert(type).inserted {
                 bus.notice(.info, "The server sent a message of type \"\(type)\", unknown here; such messages are ignored.", ["type": type])
@@ -298,108 +298,93 @@ public actor ListenStream {
         }
     }
 
-    private func serverState(_ state: ListenState, text: String?) async {
-        serverState = state
-        defer { reopenIfQuiet() }
-        if var current = turn {
-            // Until `end` went up, the states are not about this turn.
-            guard current.phase == .answering else { return }
-            switch state {
-            case .thinking:
-                current.sawThinking = true
-                if let text, !text.isEmpty {
-                    current.heard = text
-                    bus.publish(.heard(text))
-                }
-                turn = current
-            case .idle where current.sawThinking && current.reply == nil:
-                finishTurn(current.number, current.silentEnd)
-            case .idle, .listening, .speaking:
-                break
-            }
-            return
-        }
-        // Wake mode: the server's turn, shown as the satellite's own state.
-        let wasListening = serverListening
-        serverListening = state == .listening
-        switch state {
-        case .listening:
-            if playing == nil { keeper.update { $0.phase = .listening } }
-            if !wasListening { await cues?.play(.awake) }
-        case .thinking:
-            keeper.update { $0.phase = .thinking }
-            if wasListening { await cues?.play(.done) }
-            if let text, !text.isEmpty { bus.publish(.heard(text)) }
-        case .speaking: break  // speaking starts when the WAV plays
-        case .idle: if playing == nil { keeper.update { $0.phase = nil } }
+    private func received(_ wav: Data) async {
+        do {
+            let audio = try WAV.decode(wav)
+            await perform(machine.handle(.audio), audio: audio)
+        } catch {
+            let why = "The server's spoken answer is not a WAV this satellite can play: \(error)."
+            await perform(machine.handle(.badAudio(why: why, bytes: wav.count)))
         }
     }
 
-    private func received(_ wav: Data) async {
-        let audio: PCMAudio
-        do {
-            audio = try WAV.decode(wav)
-        } catch {
-            let why = "The server's spoken answer is not a WAV this satellite can play: \(error)."
-            if let current = turn, current.phase == .answering {
-                finishTurn(current.number, .failure(.badAnswer, why))
-            } else {
-                bus.notice(.error, why, ["bytes": String(wav.count)])
-                if playing == nil { keeper.update { $0.phase = nil } }
-                await cues?.play(.error)
+    // MARK: The machine's actions
+
+    /// Carries out the machine's actions in order; `audio` is the answer a `play` plays.
+    private func perform(_ actions: [TurnAction], audio: PCMAudio? = nil) async {
+        for action in actions {
+            switch action {
+            case .beginCapture: connection?.sendText(ListenCommand.start.text)
+            case .endCapture:
+                if let rest = batcher.flush() { connection?.sendBinary(rest) }
+                connection?.sendText(ListenCommand.end.text)
+            case .abandon: connection?.sendText(ListenCommand.cancel.text)
+            case .spoke: connection?.sendText(ListenCommand.spoke.text)
+            case .dropFrames: batcher.reset()
+            case .microphone: await setMicrophone()
+            case .openMicrophone(let number):
+                // The microphone is open first, so what is said over the awake sound goes up too.
+                await setMicrophone()
+                await perform(machine.handle(.microphoneOpened(number: number)))
+            case .cue(let cue): await cues?.play(cue)
+            case .phase(let phase): keeper.update { $0.phase = phase }
+            case .heard(let text): bus.publish(.heard(text))
+            case .reply(let text, let via): bus.publish(.reply(text: text, via: via))
+            case .play: if let audio { play(audio) }
+            case .prepareNotice:
+                let notice = await offline?.notice()
+                await perform(machine.handle(.notice(ready: notice != nil)), audio: notice)
+            case .errorCue: await cues?.play(.error, untilEnd: true)
+            case .stopPlayback: await playback.cancel()
+            case .startTimer(let number):
+                let limit = settings.turnTimeout
+                timers[number] = work.start { [weak self] in
+                    guard (try? await Task.sleep(for: limit)) != nil else { return }
+                    await self?.event(.timeout(number: number))
+                }
+            case .cancelTimer(let number): timers.removeValue(forKey: number)?.cancel()
+            case .finish(let number, let result):
+                if ear?.number == number { ear = nil }
+                results.give(number, result)
+            case .report(let why, let fields): bus.notice(.error, why, fields)
+            case .decided: bus.notice(.debug, "End of speech decided.", ["monotonic_ns": String(decidedAt)])
+            case .dropServerTurn:
+                closing = "the microphone was muted while the server was listening, so it drops what it heard"
+                connection?.close()
             }
-            // The server holds its speaking flag until `spoke` (or 250 ms); nothing will play.
-            connection?.sendText(ListenCommand.spoke.text)
-            return
         }
-        if var current = turn {
-            guard current.phase == .answering else { return }
-            current.phase = .playing
-            turn = current
-        }
-        play(audio)
+        reopenIfQuiet()
+    }
+
+    private func event(_ event: TurnEvent) async {
+        await perform(machine.handle(event))
     }
 
     // MARK: Playing
 
     /// Plays a reply on a task of its own, so `stop` is read while it plays; `spoke` follows its end.
     private func play(_ audio: PCMAudio) {
-        if let current = playing { current.task.cancel() }
+        if let current = playing { current.work.cancel() }
         plays += 1
         let number = plays
-        let turnNumber = turn?.number
-        batcher.reset()
-        keeper.update { $0.phase = .speaking }
         let sentOn = connectionNumber
-        let task = Task { [playback] in
+        let task = work.start { [playback] in
             var failure: ALSAError?
             do throws(ALSAError) {
                 _ = try await playback.play(audio)
             } catch {
                 failure = error
             }
-            self.played(number, turn: turnNumber, connection: sentOn, failure: failure)
+            await self.played(number, connection: sentOn, failure: failure)
         }
         playing = (number, task)
     }
 
-    private func played(_ number: Int, turn turnNumber: Int?, connection sentOn: Int, failure: ALSAError?) {
+    private func played(_ number: Int, connection sentOn: Int, failure: ALSAError?) async {
         guard playing?.number == number else { return }
         playing = nil
-        // Streaming resumes with fresh audio, none from while it played.
-        batcher.reset()
-        if sentOn == connectionNumber { connection?.sendText(ListenCommand.spoke.text) }
-        if let turnNumber, let current = turn, current.number == turnNumber {
-            if let failure {
-                finishTurn(turnNumber, .failure(.speakerUnavailable, "The answer could not be played on \(failure.device): \(failure.reason)."))
-            } else {
-                finishTurn(turnNumber, current.completed)
-            }
-        } else {
-            if let failure { bus.notice(.error, "The answer could not be played on \(failure.device): \(failure.reason).") }
-            keeper.update { $0.phase = nil }
-        }
-        reopenIfQuiet()
+        let fault = failure.map { SpeakerFault(device: $0.device, reason: $0.reason) }
+        await perform(machine.handle(.played(failure: fault, sameConnection: sentOn == connectionNumber)))
     }
 
     /// Stops a wake-mode reply playing; false when none was.
@@ -411,67 +396,29 @@ public actor ListenStream {
 
     // MARK: Push turns
 
-    /// Runs one push turn over the socket: `start`, the frames, `end` when the endpointer
-    /// (or, with `hold`, the holder) ends it, then the answer. Cancelling the calling task
-    /// sends `cancel` and ends it with `cancelled_by_user`.
-    public func pushTurn(hold: Bool, released: @escaping @Sendable () async -> Bool) async -> ControlResult {
-        if muted { return .error(.microphoneMuted) }
-        guard let connection, isReady else { return .error(lastProblem) }
-        if playing != nil { await playback.cancel() }
-        turns += 1
-        let number = turns
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<ControlResult, Never>) in
-                var fresh = PushTurn(number: number, hold: hold, released: released, continuation: continuation,
-                                     endpointer: Endpointer(settings: settings.endpointing))
-                let limit = settings.turnTimeout
-                fresh.timeout = Task { [weak self] in
-                    guard (try? await Task.sleep(for: limit)) != nil else { return }
-                    await self?.timedOut(number)
-                }
-                turn = fresh
-                batcher.reset()
-                connection.sendText(ListenCommand.start.text)
-                keeper.update { $0.phase = .listening }
-                Task { await self.startListening(number) }
-            }
-        } onCancel: {
-            Task { await self.cancelTurn(number) }
-        }
+    /// Runs push turn `number` over the socket: `start`, the frames, `end` when the endpointer
+    /// (or, with `hold`, `release`) ends it, then the answer. A newer turn supersedes it.
+    public func pushTurn(number: Int, hold: Bool) async -> ControlResult {
+        ear = (number, Endpointer(settings: settings.endpointing))
+        await perform(machine.handle(.request(number: number, hold: hold, offline: lastProblem)))
+        return await withCheckedContinuation { results.wait(for: number, $0) }
     }
 
-    /// Opens the microphone for a push turn, then plays the awake sound: the microphone is open
-    /// first, so what is said over the sound goes up too.
-    private func startListening(_ number: Int) async {
-        await setMicrophone()
-        guard let current = turn, current.number == number, current.phase == .capturing else { return }
-        await cues?.play(.awake)
+    /// The holder of push turn `number` let go: what was heard so far is sent.
+    public func release(_ number: Int) async {
+        await event(.release(number: number))
     }
 
-    private func cancelTurn(_ number: Int) async {
-        guard let current = turn, current.number == number else { return }
-        switch current.phase {
-        case .capturing, .answering: connection?.sendText(ListenCommand.cancel.text)
-        case .playing: await playback.cancel()
-        }
-        finishTurn(number, .cancelled(.cancelledByUser))
+    /// Cancels the push turn under way: `cancel` goes up (or its reply stops); false when there is none.
+    public func cancelTurn() async -> Bool {
+        guard let number = machine.turn?.number else { return false }
+        await event(.cancel(number: number))
+        return true
     }
 
-    private func timedOut(_ number: Int) {
-        guard let current = turn, current.number == number else { return }
-        if current.phase != .playing { connection?.sendText(ListenCommand.cancel.text) }
-        let seconds = settings.turnTimeout.components.seconds
-        finishTurn(number, .failure(.timeout, "The server gave no answer within \(seconds) s."))
-    }
-
-    /// Gives the turn its one result and forgets it.
-    private func finishTurn(_ number: Int, _ result: ControlResult) {
-        guard let current = turn, current.number == number else { return }
-        turn = nil
-        current.timeout?.cancel()
-        current.continuation.resume(returning: result)
-        Task { await self.setMicrophone() }
-        reopenIfQuiet()
+    /// Ends the push turn under way with `shutting_down`, and refuses new ones.
+    public func shutdown() async {
+        await event(.shutdown)
     }
 
     // MARK: Room and mute
@@ -490,26 +437,11 @@ public actor ListenStream {
     /// a question the server was still hearing is dropped by reopening the socket, so the server
     /// never answers half of it after `unmute`.
     public func setMuted(_ muted: Bool) async {
-        guard muted != self.muted else { return }
-        self.muted = muted
-        if muted {
-            if let current = turn, current.phase == .capturing {
-                batcher.reset()
-                connection?.sendText(ListenCommand.cancel.text)
-                finishTurn(current.number, .error(.mutedWhileListening))
-            } else if turn == nil, serverState == .listening, let connection {
-                closing = "the microphone was muted while the server was listening, so it drops what it heard"
-                connection.close()
-            }
-        }
-        await setMicrophone()
+        await perform(machine.handle(muted ? .mute : .unmute))
     }
 
-    /// Whether nothing is under way that a reopened socket would cut off.
-    private var quiet: Bool { turn == nil && playing == nil && serverState == .idle }
-
     private func reopenIfQuiet() {
-        guard let why = reopening, quiet, let connection else { return }
+        guard let why = reopening, machine.quiet, let connection else { return }
         reopening = nil
         closing = why
         connection.close()
@@ -517,19 +449,12 @@ public actor ListenStream {
 
     // MARK: The microphone
 
-    /// Open while it is needed: always once ready in wake mode, and for a push turn's capture.
-    private var wantsMicrophone: Bool {
-        if muted { return false }
-        if turn?.phase == .capturing { return connection != nil }
-        return settings.mode == .wake && isReady
-    }
-
-    /// Opens or closes the microphone to match `wantsMicrophone`; one call at a time does the work.
+    /// Opens or closes the microphone to match what the machine wants; one call at a time does the work.
     private func setMicrophone() async {
         guard !microphoneBusy else { return }
         microphoneBusy = true
         defer { microphoneBusy = false }
-        while wantsMicrophone != (microphone != nil) {
+        while machine.wantsMicrophone != (microphone != nil) {
             if let open = microphone {
                 microphone = nil
                 open.cancel()
@@ -544,36 +469,35 @@ public actor ListenStream {
                 let period = settings.mode == .wake ? batcher.samples : 320
                 let frames = try await capture.open(periodFrames: period)
                 microphoneRetry.reset()
-                microphone = Task { [weak self] in
+                microphone = work.start { [weak self] in
                     for await chunk in frames {
                         guard let self else { return }
                         await self.feed(chunk)
                     }
                 }
             } catch {
-                microphoneFailed(error)
+                await microphoneFailed(error)
                 return
             }
         }
     }
 
-    private func microphoneFailed(_ error: ALSAError) {
+    private func microphoneFailed(_ error: ALSAError) async {
         microphone = nil
-        if let current = turn, current.phase == .capturing {
-            connection?.sendText(ListenCommand.cancel.text)
-            finishTurn(current.number, .failure(.microphoneUnavailable, "The microphone \(error.device) failed while listening: \(error.reason)."))
-        }
+        await perform(machine.handle(.microphoneFailed(
+            message: "The microphone \(error.device) failed while listening: \(error.reason).")))
         // AudioCapture reports the microphone's health; in wake mode try again with back-off.
-        guard settings.mode == .wake, microphoneRetryTask == nil else { return }
+        guard settings.mode == .wake, !microphoneRetrying else { return }
+        microphoneRetrying = true
         let delay = microphoneRetry.next()
-        microphoneRetryTask = Task { [weak self] in
-            try? await Task.sleep(for: delay)
+        work.start { [weak self] in
+            guard (try? await Task.sleep(for: delay)) != nil else { return }
             await self?.retryMicrophone()
         }
     }
 
     private func retryMicrophone() async {
-        microphoneRetryTask = nil
+        microphoneRetrying = false
         await setMicrophone()
     }
 
@@ -583,52 +507,26 @@ public actor ListenStream {
         switch chunk {
         case .samples(let value): samples = value
         case .failed(let error):
-            microphoneFailed(error)
+            await microphoneFailed(error)
             return
         }
-        // Nothing goes up while a reply plays: it would be heard as the next question.
-        guard playing == nil, let connection, isReady else {
+        switch machine.periodRoute {
+        case .drop:
+            // Nothing goes up while a reply plays: it would be heard as the next question.
             batcher.reset()
-            return
+        case .ignore:
+            break
+        case .room:
+            if let block = batcher.add(samples) { connection?.sendBinary(block) }
+        case .turn:
+            guard var current = ear else { return }
+            let decision = current.endpointer.feed(samples)
+            // When the endpointer decided, for scripts/bench; said once `end` is queued, so saying it costs the turn nothing.
+            decidedAt = MonotonicClock.nanoseconds()
+            ear = current
+            if let block = batcher.add(samples) { connection?.sendBinary(block) }
+            await perform(machine.handle(.period(samples: samples.count, decision: decision)))
         }
-        guard var current = turn else {
-            if settings.mode == .wake, let block = batcher.add(samples) { connection.sendBinary(block) }
-            return
-        }
-        guard current.phase == .capturing else { return }
-        current.samples += samples.count
-        let decision = current.endpointer.feed(samples)
-        // When the endpointer decided, for scripts/bench; said once `end` is queued, so saying it costs the turn nothing.
-        let decidedAt = MonotonicClock.nanoseconds()
-        turn = current
-        if let block = batcher.add(samples) { connection.sendBinary(block) }
-        let number = current.number
-        let ended: Bool
-        if current.hold {
-            let released = await current.released()
-            guard let again = turn, again.number == number, again.phase == .capturing else { return }
-            ended = released || again.samples >= settings.endpointing.maxUtteranceMs * 16
-        } else {
-            switch decision {
-            case .waiting, .speaking: ended = false
-            case .ended: ended = true
-            case .nothingHeard:
-                batcher.reset()
-                connection.sendText(ListenCommand.cancel.text)
-                finishTurn(number, .cancelled(.nothingHeard))
-                return
-            }
-        }
-        guard ended else { return }
-        if let rest = batcher.flush() { connection.sendBinary(rest) }
-        connection.sendText(ListenCommand.end.text)
-        if !current.hold { bus.notice(.debug, "End of speech decided.", ["monotonic_ns": String(decidedAt)]) }
-        guard var answering = turn, answering.number == number else { return }
-        answering.phase = .answering
-        turn = answering
-        keeper.update { $0.phase = .thinking }
-        await cues?.play(.done)
-        await setMicrophone()
     }
 
     public func ping() -> Bool { true }

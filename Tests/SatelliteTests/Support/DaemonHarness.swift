@@ -1,7 +1,10 @@
 // A real parlour-satellite process for a test: its own config, state folder,
 // socket, notify socket and ALSA devices (the paced test card under the file
 // plugin, from ALSAFixture: the microphone reads mic.raw at real time, the
-// speaker writes played.raw). start() returns when the daemon sends READY=1.
+// speaker writes played.raw). start() returns when the daemon sends READY=1,
+// and throws when it exits first or the test is cancelled, so it never hangs on
+// a daemon that died. A daemon is killed when its harness goes away, so a test
+// that fails half-way leaves no process behind.
 // A test hears only what it asks for: unless its config names `sounds` or
 // `offline`, the cue sounds and the offline notice are switched off.
 import Foundation
@@ -94,13 +97,23 @@ final class DaemonHarness: Sendable {
         process.standardInput = FileHandle.nullDevice
         // Set before run(), so the exit is seen however early it comes.
         let (exits, exited) = AsyncStream.makeStream(of: Int32.self, bufferingPolicy: .bufferingNewest(1))
-        process.terminationHandler = { exited.yield($0.terminationStatus) }
+        process.terminationHandler = {
+            exited.yield($0.terminationStatus)
+            notify.post("EXITED=\($0.terminationStatus)")
+        }
         try process.run()
         let harness = DaemonHarness(dir: dir, notify: notify, socket: environment["PARLOUR_SATELLITE_SOCKET"]!,
                                     stateDirectory: state, environment: environment, process: process, stderrURL: stderrURL,
                                     exits: exits, room: room)
-        await notify.wait(for: "READY=1")
-        return harness
+        switch await notify.first(of: ["READY=1", "EXITED="]) {
+        case "READY=1"?:
+            return harness
+        case let exited?:
+            let tail = harness.stderr.split(separator: "\n").suffix(5).joined(separator: "\n")
+            throw TestFailure("parlour-satellite ended (\(exited)) before READY=1; its stderr ends:\n\(tail)")
+        case nil:
+            throw CancellationError()  // the harness goes, and the daemon with it
+        }
     }
 
     private init(dir: URL, notify: NotifySocket, socket: String, stateDirectory: String, environment: [String: String],
@@ -157,7 +170,11 @@ final class DaemonHarness: Sendable {
         try await DaemonHarness.launch(dir: dir, state: stateDirectory, environment: environment, journal: false, room: room)
     }
 
-    deinit { room?.stop() }
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        notify.close()
+        room?.stop()
+    }
 
     /// Sends SIGTERM and returns the exit status.
     @discardableResult

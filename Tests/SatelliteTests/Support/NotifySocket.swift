@@ -1,6 +1,8 @@
 // A test's stand-in for systemd's notify socket: a real datagram socket the
 // daemon's sd_notify writes to, so READY=1, STATUS= and WATCHDOG=1 arrive as
 // they would under systemd, and a test can await them instead of sleeping.
+// A wait ends when its task is cancelled too, and the harness posts a line of
+// its own (`EXITED=`) when the daemon ends, so nothing waits on a dead daemon.
 import Foundation
 import SatelliteCore
 import Synchronization
@@ -9,7 +11,13 @@ final class NotifySocket: Sendable {
     let path: String
     private let fd: Int32
     private let received = Mutex<[String]>([])
-    private let waiters = Mutex<[(String, CheckedContinuation<Void, Never>)]>([])
+    private struct Waiter {
+        let id: Int
+        let prefixes: [String]
+        let continuation: CheckedContinuation<String?, Never>
+    }
+    private let waiters = Mutex<(next: Int, all: [Waiter])>((0, []))
+    private let closed = Mutex(false)
 
     init(path: String) throws {
         self.path = path
@@ -26,39 +34,63 @@ final class NotifySocket: Sendable {
             let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if n < 0 && errno == EINTR { continue }
             if n <= 0 { return }
-            let message = String(decoding: buffer[..<n], as: UTF8.self)
-            let lines = message.split(separator: "\n").map(String.init)
-            received.withLock { $0.append(contentsOf: lines) }
-            let ready = waiters.withLock { w -> [CheckedContinuation<Void, Never>] in
-                let hit = w.filter { waiter in lines.contains { $0.hasPrefix(waiter.0) } }.map(\.1)
-                w.removeAll { waiter in lines.contains { $0.hasPrefix(waiter.0) } }
-                return hit
-            }
-            ready.forEach { $0.resume() }
+            post(String(decoding: buffer[..<n], as: UTF8.self))
         }
+    }
+
+    /// Takes `message`'s lines as received: from the daemon, or the harness's own `EXITED=`.
+    func post(_ message: String) {
+        let lines = message.split(separator: "\n").map(String.init)
+        received.withLock { $0.append(contentsOf: lines) }
+        let hits = waiters.withLock { state -> [(CheckedContinuation<String?, Never>, String)] in
+            var hits: [(CheckedContinuation<String?, Never>, String)] = []
+            state.all.removeAll { waiter in
+                guard let line = lines.first(where: { line in waiter.prefixes.contains { line.hasPrefix($0) } }) else { return false }
+                hits.append((waiter.continuation, line))
+                return true
+            }
+            return hits
+        }
+        for (continuation, line) in hits { continuation.resume(returning: line) }
     }
 
     /// Every line received so far ("READY=1", "STATUS=Ready.", …).
     var messages: [String] { received.withLock { $0 } }
 
-    /// Returns once a line starting with `prefix` has arrived (or already had).
+    /// Returns once a line starting with `prefix` has arrived (or already had), or the task is cancelled.
     func wait(for prefix: String) async {
-        await withCheckedContinuation { continuation in
-            let already = received.withLock { lines in lines.contains { $0.hasPrefix(prefix) } }
-            if already { continuation.resume(); return }
-            waiters.withLock { $0.append((prefix, continuation)) }
-            // A line may have arrived between the check and the append.
-            if received.withLock({ lines in lines.contains { $0.hasPrefix(prefix) } }) {
-                let mine = waiters.withLock { w -> CheckedContinuation<Void, Never>? in
-                    guard let i = w.firstIndex(where: { $0.0 == prefix }) else { return nil }
-                    return w.remove(at: i).1
+        _ = await first(of: [prefix])
+    }
+
+    /// The first line, received or to come, that starts with one of `prefixes`; nil if the task is cancelled first.
+    func first(of prefixes: [String]) async -> String? {
+        let id = waiters.withLock { state in
+            state.next += 1
+            return state.next
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<String?, Never>) in
+                // Registered and checked under one lock with post()'s removal, so no line slips between.
+                let now = waiters.withLock { state -> String?? in
+                    if Task.isCancelled { return .some(nil) }
+                    if let line = received.withLock({ $0.first { line in prefixes.contains { line.hasPrefix($0) } } }) { return .some(line) }
+                    state.all.append(Waiter(id: id, prefixes: prefixes, continuation: continuation))
+                    return .none
                 }
-                mine?.resume()
+                if let now { continuation.resume(returning: now) }
             }
+        } onCancel: {
+            let mine = waiters.withLock { state -> CheckedContinuation<String?, Never>? in
+                guard let index = state.all.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.all.remove(at: index).continuation
+            }
+            mine?.resume(returning: nil)
         }
     }
 
+    /// Closes the socket (its thread then ends); only the first call does anything.
     func close() {
+        guard closed.withLock({ was in defer { was = true }; return !was }) else { return }
         shutdown(fd, Int32(SHUT_RDWR))
         Glibc.close(fd)
         unlink(path)
