@@ -12,6 +12,12 @@ import SatelliteCore
 
 // Before any thread starts, so that every thread inherits the mask (Signals).
 Signals.block([SIGTERM, SIGINT])
+// espeak-ng 1.51 (Debian 12) makes a PulseAudio client even to speak into memory,
+// which creates ~/.config/pulse (the state folder) and looks for a sound server.
+// Pointed at none, it gives up at once and makes nothing (OfflineVoice). Set
+// before any thread starts: setenv is not safe while another thread reads the
+// environment.
+setenv("PULSE_SERVER", "unix:/dev/null", 0)
 let environment = ProcessInfo.processInfo.environment
 let journal = Journal(environment: environment)
 

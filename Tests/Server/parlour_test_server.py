@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+import aiohttp
 from aiohttp import WSMsgType, web
 
 # --------------------------------------------------------------- constants
@@ -47,6 +48,10 @@ FRAME_MS = 80
 FRAME_SAMPLES = 1280
 FRAME_BYTES = FRAME_SAMPLES * 2
 MAX_LOG_ENTRIES = 50000
+# aiohttp 3.9 moved shutdown_timeout from the site to the runner. Debian 12's
+# python3-aiohttp is 3.8, which the systemd test (scripts/test-service) uses.
+SHUTDOWN = {"shutdown_timeout": 0.5}
+OLD_AIOHTTP = tuple(int(part) for part in aiohttp.__version__.split(".")[:2]) < (3, 9)
 
 ADMIN_ROUTES = {
     "GET /admin",
@@ -803,13 +808,13 @@ class TestServer:
     async def start(self) -> None:
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", self.dispatch)
-        self.runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=0.5)
+        self.runner = web.AppRunner(app, access_log=None, handle_signals=False, **({} if OLD_AIOHTTP else SHUTDOWN))
         await self.runner.setup()
         await self.listen()
         self.port = self.runner.addresses[0][1]
 
     async def listen(self) -> None:
-        self.site = web.TCPSite(self.runner, self.host, self.port, reuse_address=True)
+        self.site = web.TCPSite(self.runner, self.host, self.port, reuse_address=True, **(SHUTDOWN if OLD_AIOHTTP else {}))
         await self.site.start()
 
     def drop_connections(self) -> None:

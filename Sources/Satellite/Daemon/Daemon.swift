@@ -149,11 +149,10 @@ public final class Daemon: Sendable {
                 notifier.stopping()
                 server.stop()
             },
-            // After READY=1, so a slow sound card cannot delay readiness; espeak-ng says the notice into memory on its own thread.
+            // After READY=1, so a slow sound card cannot delay readiness.
             Service("devices") {
                 _ = await capture.probe()
                 _ = await playback.probe()
-                offline?.prepare()
                 await Service.untilCancelled()
             },
         ]

@@ -1,10 +1,11 @@
 // The satellite's own voice, for the one thing it must say itself: that the
 // house cannot be reached. espeak-ng speaks it (its C library, in memory;
 // nothing leaves the satellite). The sentence never changes while the daemon
-// runs, so it is spoken once, on a thread of its own soon after start, kept
-// as PCM, and espeak-ng is shut down again: saying it later costs nothing and
-// cannot fail, and espeak-ng's memory is not held for a notice that may never
-// be needed. Easy to get wrong: espeak-ng's API is not thread-safe (only that
+// runs, so it is spoken once, on a thread of its own the first time it is
+// needed, kept as PCM, and espeak-ng is shut down and closed again: a
+// satellite that always reaches its house never loads espeak-ng (nor the
+// PulseAudio libraries it links, CEspeak/shim.h), and saying it again costs
+// nothing. Easy to get wrong: espeak-ng's API is not thread-safe (only that
 // one thread ever calls it), and its synchronous mode blocks, so it never runs
 // on Swift's cooperative pool.
 #if canImport(FoundationEssentials)
@@ -49,7 +50,7 @@ public final class OfflineVoice: Sendable {
     }
 
     /// Starts speaking the notice into memory, on a thread of its own; only the first call does anything.
-    public func prepare() {
+    private func prepare() {
         let start = preparation.withLock { state in
             guard case .notStarted = state else { return false }
             state = .running([])
@@ -89,23 +90,30 @@ public final class OfflineVoice: Sendable {
         var values: [Int16] = []
     }
 
-    /// On the espeak-ng thread: starts espeak-ng, speaks the text, and shuts it down.
+    /// On the espeak-ng thread: opens and starts espeak-ng, speaks the text, shuts it down and closes it.
     private func synthesize() -> PCMAudio? {
-        let rate = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 0, nil, Int32(espeakINITIALIZE_DONT_EXIT))
+        var api = parlour_espeak()
+        if let failure = parlour_espeak_open(&api) {
+            bus.notice(.error, "espeak-ng could not be loaded (\(String(cString: failure))), so the satellite cannot say"
+                + " that the house is out of reach; is libespeak-ng1 installed?")
+            return nil
+        }
+        defer { parlour_espeak_close(&api) }
+        let rate = api.initialize(AUDIO_OUTPUT_SYNCHRONOUS, 0, nil, Int32(espeakINITIALIZE_DONT_EXIT))
         guard rate > 0 else {
             bus.notice(.error, "espeak-ng could not start (espeak_Initialize gave \(rate)), so the satellite cannot say"
                 + " that the house is out of reach; is espeak-ng-data installed?")
             return nil
         }
-        defer { espeak_Terminate() }
-        espeak_SetSynthCallback { wav, count, events in
+        defer { _ = api.terminate() }
+        api.setSynthCallback { wav, count, events in
             // Every event of a call carries the user_data given to espeak_Synth.
             guard let wav, count > 0, let user = events?.pointee.user_data else { return 0 }
             Unmanaged<Samples>.fromOpaque(user).takeUnretainedValue().values
                 .append(contentsOf: UnsafeBufferPointer(start: wav, count: Int(count)))
             return 0
         }
-        let chosen = settings.voice.withCString { espeak_SetVoiceByName($0) }
+        let chosen = settings.voice.withCString { api.setVoiceByName($0) }
         if chosen != EE_OK {
             bus.notice(.warning, "\(settings.configFile): offline.voice: espeak-ng has no voice \"\(settings.voice)\", so the notice"
                 + " is said in its default voice; espeak-ng --voices lists the languages it has.", ["voice": settings.voice])
@@ -114,7 +122,7 @@ public final class OfflineVoice: Sendable {
         let user = Unmanaged.passRetained(samples)
         defer { user.release() }
         let spoken = settings.text.withCString { text in
-            espeak_Synth(text, strlen(text) + 1, 0, POS_CHARACTER, 0, UInt32(espeakCHARS_UTF8), nil, user.toOpaque())
+            api.synth(text, strlen(text) + 1, 0, POS_CHARACTER, 0, UInt32(espeakCHARS_UTF8), nil, user.toOpaque())
         }
         guard spoken == EE_OK, !samples.values.isEmpty else {
             bus.notice(.error, "espeak-ng could not say the offline notice (espeak_Synth gave \(spoken.rawValue)).")
