@@ -32,6 +32,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 QUESTION = "what time is it in the kitchen"
 # The short question the round trips ask, so a hundred of them take minutes, not ten.
 TRIP_QUESTION = "lights on"
+# What the shipped okay_nabu model hears in espeak-ng's voice (TESTING.md).
+WAKE_WORD = "okay nabu"
 # The answer's audio as the real server's default voice makes it: 24 kHz float32.
 REPLY = {"audioFormat": "float32", "audioRate": 24000, "audioMs": 3000}
 TRIP_REPLY = {"audioFormat": "float32", "audioRate": 24000, "audioMs": 300}
@@ -98,6 +100,19 @@ FIGURES = [
     Figure("wyoming_bytes_per_s", "wyoming-satellite: audio payload bytes per second (context)", "B/s", 0),
     Figure("ratio_cpu", "Ratio ours/theirs, CPU (schedstat)", "×", 3),
     Figure("ratio_rss", "Ratio ours/theirs, steady RSS", "×", 3),
+    section("The satellite's own wake word (wake local, stream transport), the Python reference at the same time"),
+    Figure("local_cpu_s_per_min", "CPU per minute, idle in wake local (ear open, no wake word said)", "s/min", 3),
+    Figure("local_wakeups_per_s", "Times a thread was put on a CPU, per second", "/s", 1),
+    Figure("local_rss_mb", "Steady RSS in wake local (VmRSS)", "MiB", 2),
+    Figure("local_hwm_mb", "Peak RSS in wake local (VmHWM)", "MiB", 2),
+    Figure("local_bytes", "Binary bytes /listen received meanwhile (nothing is sent)", "B", 0),
+    Figure("reference_cpu_s_per_min", "pymicro-wakeword + arecord: CPU per minute (schedstat)", "s/min", 3),
+    Figure("reference_wakeups_per_s", "pymicro-wakeword + arecord: times on a CPU per second", "/s", 1),
+    Figure("reference_rss_mb", "pymicro-wakeword + arecord: steady RSS (sum of VmRSS)", "MiB", 2),
+    Figure("ratio_local_reference_cpu", "Ratio ours (whole satellite) / the Python detector, CPU", "×", 3),
+    Figure("local_vs_stream_cpu", "Ratio wake local / wake server streaming, CPU (medians)", "×", 3),
+    Figure("local_minus_stream_rss", "Steady RSS, wake local less wake server streaming (medians)", "MiB", 2),
+    Figure("wake_to_start_ms", "The wake's decision to `start` on the socket", "ms", 3, "p5–p95"),
     section("Round trips in a row (stream transport, push turns over /listen)"),
     Figure("trips_rss_first_mb", "RSS after the first round trip (VmRSS)", "MiB", 2),
     Figure("trips_rss_mb", "Steady RSS after the last round trip (VmRSS)", "MiB", 2),
@@ -581,11 +596,17 @@ class Bench:
             f.write(turn * repeats)
         # The round trips' microphone: a short question, then quiet for the endpointer.
         self.speech(TRIP_QUESTION, "trip", 0.1, 2, rate=220)
+        # The local wake word's microphone: the word, the question, then quiet. Each turn ends with
+        # the microphone closed, and the file plugin starts the file again when the ear reopens it.
+        wake = self.speech(WAKE_WORD, "ww", 0.5, 0.5) + self.speech(QUESTION, "wq", 0, 4)
+        with open(self.path("wake.raw"), "wb") as f:
+            f.write(wake * 4)
         with open(self.path("asound.conf"), "w") as f:
             f.write(f"""pcm_type.paced {{ lib "{self.path('libasound_module_pcm_paced.so')}" }}
 pcm.clock {{ type paced }}
 pcm.benchmic {{ type file slave.pcm "clock" file "/dev/null" infile "{self.path('mic.raw')}" format "raw" }}
 pcm.benchtripmic {{ type file slave.pcm "clock" file "/dev/null" infile "{self.path('trip.raw')}" format "raw" }}
+pcm.benchwakemic {{ type file slave.pcm "clock" file "/dev/null" infile "{self.path('wake.raw')}" format "raw" }}
 pcm.benchspeaker_file {{ type file slave.pcm "clock" file "{self.path('played.raw')}" format "raw" }}
 pcm.benchspeaker {{ type plug slave {{ pcm "benchspeaker_file" format S16_LE rate 16000 channels 1 }} }}
 """)
@@ -838,6 +859,96 @@ pcm.benchspeaker {{ type plug slave {{ pcm "benchspeaker_file" format S16_LE rat
         if not latencies:
             self.notes.append(f"Stream run {number}: the tracer saw no message to time (see {d}, --keep).")
         FIG["capture_to_socket_ms"].samples.extend(ns / 1e6 for ns in latencies)
+
+    # -------------------------------------------------------------- the local wake word
+
+    def local_env(self, d, microphone, trace=None):
+        env = self.daemon_env(d, {"transport": "stream", "wake": "local"}, microphone=microphone, trace=trace)
+        env["PARLOUR_SATELLITE_WAKEWORD"] = os.path.join(ROOT, ".build", "wakeword")
+        return env
+
+    def start_reference(self):
+        """pymicro-wakeword with pymicro-features (its live mode: 2048-byte reads of standard
+        input) reading the same paced microphone through arecord, as linux-voice-assistant
+        does; returns the two processes."""
+        env = dict(os.environ, **self.alsa_env())
+        env.pop("LD_PRELOAD", None)
+        arecord = self.procs.start(["arecord", "-q", "-D", "benchmic", "-r", "16000", "-c", "1", "-f", "S16_LE", "-t", "raw"],
+                                   env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        detector = self.procs.start([self.args.python, "-m", "pymicro_wakeword", "--model", "okay_nabu"], env=env,
+                                    stdin=arecord.stdout, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        arecord.stdout.close()
+        return [detector, arecord]
+
+    def local_once(self, number):
+        """The satellite idle in wake local (its ear open, the room a question again and again,
+        never the wake word), and the Python reference on the same microphone at the same time."""
+        self.check_time("a local wake word run")
+        d = self.path(f"local{number}")
+        since = self.received_binary()
+        env = self.local_env(d, "benchmic")
+        daemon, notify, _ = self.start_daemon(d, env)
+        notify.close()
+        try:
+            self.await_log(os.path.join(d, "daemon.log"), "Listening for the wake word", daemon, 15)
+            reference = self.start_reference()
+            time.sleep(2)  # past both starts: the model loaded, the microphone open
+            for process in reference:
+                if process.poll() is not None:
+                    raise BenchError("The Python reference (arecord | python -m pymicro_wakeword) ended at once; "
+                                     "is pymicro-wakeword in the test venv (scripts/test-venv)?")
+            ours, theirs = Window([daemon.pid]), Window([p.pid for p in reference])
+            watch_windows([ours, theirs], self.args.local_seconds)
+            FIG["local_cpu_s_per_min"].samples.append(ours.cpu_per_min())
+            FIG["local_wakeups_per_s"].samples.append(ours.runs_per_s())
+            FIG["local_rss_mb"].samples.append(mb(ours.steady_rss()))
+            FIG["local_hwm_mb"].samples.append(mb(ours.hwm))
+            FIG["local_bytes"].samples.append(self.received_binary() - since)
+            FIG["reference_cpu_s_per_min"].samples.append(theirs.cpu_per_min())
+            FIG["reference_wakeups_per_s"].samples.append(theirs.runs_per_s())
+            FIG["reference_rss_mb"].samples.append(mb(theirs.steady_rss()))
+            FIG["ratio_local_reference_cpu"].samples.append(ours.cpu_per_min() / theirs.cpu_per_min())
+            if "Heard the wake word" in open(os.path.join(d, "daemon.log")).read():
+                self.notes.append(f"Local run {number}: the satellite woke on speech without its wake word.")
+        finally:
+            self.stop_others()
+
+    def local_wakes(self):
+        """--wakes turns started by the wake word (stream transport): the wake's decision (the
+        daemon's debug line) to `start` on the socket (the tracer's send)."""
+        self.check_time("the wakes")
+        self.knobs(**TRIP_REPLY)
+        d = self.path("wakes")
+        env = self.local_env(d, "benchwakemic", trace="wake.raw")
+        daemon, notify, _ = self.start_daemon(d, env)
+        notify.close()
+        log_path = os.path.join(d, "daemon.log")
+        try:
+            self.await_log(log_path, "Listening for the wake word", daemon, 15)
+            until = time.monotonic() + 30 * self.args.wakes
+            while open(log_path).read().count("listen completed") < self.args.wakes:
+                if time.monotonic() > until or daemon.poll() is not None:
+                    raise BenchError(f"Fewer than {self.args.wakes} wakes came; see {log_path} (--keep).")
+                time.sleep(0.2)
+            pid = daemon.pid
+        finally:
+            self.stop_others()
+        trace = Trace(os.path.join(d, "trace.bin"))
+        decided = [int(n) for n in re.findall(r"^debug: Wake word decided\..*\bmonotonic_ns=(\d+)", open(log_path).read(), re.M)]
+        for ns in decided:
+            sent = trace.first_send_after(pid, ns, WS_TEXT)
+            if sent is not None:
+                FIG["wake_to_start_ms"].samples.append((sent - ns) / 1e6)
+        self.knobs(**REPLY)
+
+    def local_against_stream(self):
+        """The medians of local mode against the server's wake word streaming, from their runs."""
+        for key, local, stream in (("local_vs_stream_cpu", "local_cpu_s_per_min", "stream_cpu_s_per_min"),):
+            if FIG[local].samples and FIG[stream].samples:
+                FIG[key].samples.append(statistics.median(FIG[local].samples) / statistics.median(FIG[stream].samples))
+        if FIG["local_rss_mb"].samples and FIG["stream_rss_mb"].samples:
+            FIG["local_minus_stream_rss"].samples.append(
+                statistics.median(FIG["local_rss_mb"].samples) - statistics.median(FIG["stream_rss_mb"].samples))
 
     # -------------------------------------------------------------- round trips
 
@@ -1134,13 +1245,21 @@ def aims():
         else:
             rows.append((aim, "not measured", "—"))
     judge("READY=1 within 100 ms of start", median("ready_ms"), lambda v: v < 100, " ms")
+    judge("Listening locally: under half the CPU of the Python detector alone", median("ratio_local_reference_cpu"),
+          lambda v: v < 0.5, " ×")
+    judge("Listening locally: under wyoming-satellite's CPU for merely streaming", median("local_cpu_s_per_min"),
+          lambda v: median("wyoming_cpu_s_per_min") is not None and v < median("wyoming_cpu_s_per_min"), " s/min")
+    judge("The wake word adds under 4 MiB to the daemon's RSS (against streaming)", median("local_minus_stream_rss"),
+          lambda v: v < 4, " MiB")
+    judge("The wake reaches the socket within 100 ms of the decision", median("wake_to_start_ms"), lambda v: v < 100, " ms")
     return rows
 
 
 def report(args, host, elapsed, bench):
     lines = [f"Date: {time.strftime('%Y-%m-%d %H:%M %Z')}", f"Command: {args.command}",
              f"Runs: {args.runs} record runs (idle {args.idle_seconds:g} s, held capture {args.capture_seconds:g} s); "
-             f"{args.stream_runs} stream runs of {args.stream_seconds:g} s; {args.trips} round trips; "
+             f"{args.stream_runs} stream runs of {args.stream_seconds:g} s; {args.local_runs} local wake word runs of "
+             f"{args.local_seconds:g} s; {args.wakes} wakes; {args.trips} round trips; "
              f"{args.callgrind_runs} callgrind runs of {args.callgrind_seconds:g} s; took {elapsed:.0f} s", ""]
     lines += [f"- {name}: {value}" for name, value in host]
     lines += [f"- Load average at the end: {load_average()}", ""]
@@ -1178,6 +1297,9 @@ def main():
     parser.add_argument("--stream-runs", type=int, default=3, help="Stream runs, ours and wyoming-satellite's at once.")
     parser.add_argument("--stream-seconds", type=float, default=60, help="How long each stream run measures (0: none).")
     parser.add_argument("--trips", type=int, default=100, help="Round trips in a row on one daemon (0: none).")
+    parser.add_argument("--local-runs", type=int, default=3, help="Local wake word runs, ours and the Python reference's at once.")
+    parser.add_argument("--local-seconds", type=float, default=60, help="How long each local wake word run measures (0: none).")
+    parser.add_argument("--wakes", type=int, default=10, help="Turns started by the wake word, timed to `start` (0: none).")
     parser.add_argument("--callgrind-runs", type=int, default=1)
     parser.add_argument("--callgrind-seconds", type=float, default=20, help="How long callgrind counts (0: no callgrind).")
     parser.add_argument("--no-wyoming", dest="wyoming", action="store_false", help="Measure ours alone.")
@@ -1207,6 +1329,14 @@ def main():
             for number in range(1, args.stream_runs + 1):
                 print(f"stream run {number} of {args.stream_runs}…", file=sys.stderr, flush=True)
                 bench.stream_once(number)
+        if args.local_seconds > 0:
+            for number in range(1, args.local_runs + 1):
+                print(f"local wake word run {number} of {args.local_runs}…", file=sys.stderr, flush=True)
+                bench.local_once(number)
+            bench.local_against_stream()
+        if args.wakes > 0:
+            print(f"{args.wakes} wakes…", file=sys.stderr, flush=True)
+            bench.local_wakes()
         if args.trips > 0:
             print(f"{args.trips} round trips…", file=sys.stderr, flush=True)
             bench.trips()

@@ -66,7 +66,21 @@ do {
     fail("Cannot start: \(error.description)", code: 78)
 }
 
-let daemon = Daemon(config: loaded.config, paths: paths, environment: environment, cues: cues, hook: hook)
+// The local wake word's engine, only when it is used: the library is not even loaded otherwise.
+var wakeWord: WakeWordEngine?
+if loaded.config.wake == .local {
+    let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+    let folder = WakeWordFolder.resolve(environment: environment, executable: executable) {
+        FileManager.default.fileExists(atPath: $0)
+    }
+    do {
+        wakeWord = try WakeWordEngine.load(loaded.config.wakeWord, folder: folder, configFile: paths.config)
+    } catch {
+        fail("Cannot start: \(error.description)", code: 78)
+    }
+}
+
+let daemon = Daemon(config: loaded.config, paths: paths, environment: environment, cues: cues, hook: hook, wakeWord: wakeWord)
 let ending: ServiceRunner.Ending
 do {
     ending = try await daemon.run(journal: journal)

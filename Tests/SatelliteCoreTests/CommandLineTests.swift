@@ -276,7 +276,8 @@ struct ParlourctlCommandLineTests {
             OVERVIEW: Check what the satellite needs, and how to fix it.
 
             Checks, in this order: microphone, speaker, audio_group, avahi,
-            server_seen, server_pinned, token, clock, state_folder, socket. Each is
+            server_seen, server_pinned, token, clock, state_folder, socket,
+            wake_word_library, wake_word_model (these two with wake local). Each is
             ok, warn or fail, with what was found and the command that fixes it.
             Exits 1 when any check failed, else 0.
 

@@ -45,7 +45,8 @@ struct ConfigTests {
     @Test("every key is read from the file")
     func everyKey() throws {
         let loaded = try decode("""
-            {"name": "kitchen-pi", "room": "Kitchen", "transport": "record", "wake": "push",
+            {"name": "kitchen-pi", "room": "Kitchen", "transport": "record", "wake": "local",
+             "wakeWord": {"model": "/opt/words/hey_house.json", "cutoff": 0.7, "refractoryMs": 3000},
              "server": {"url": "https://parlour.example:8443", "retryMs": 60000},
              "audio": {"input": "plughw:1,0", "output": "hw:0", "silenceMs": 1200, "maxUtteranceMs": 30000,
                        "leadingSilenceMs": 4000, "mixer": "Speaker", "mixerCard": "hw:1"}}
@@ -53,7 +54,8 @@ struct ConfigTests {
         #expect(loaded.warnings.isEmpty)
         #expect(loaded.config == SatelliteConfig(
             name: "kitchen-pi", room: "Kitchen", server: .init(url: "https://parlour.example:8443", retryMs: 60000),
-            transport: .record, wake: .push,
+            transport: .record, wake: .local,
+            wakeWord: .init(model: "/opt/words/hey_house.json", cutoff: 0.7, refractoryMs: 3000),
             audio: .init(input: "plughw:1,0", output: "hw:0", silenceMs: 1200, maxUtteranceMs: 30000,
                          leadingSilenceMs: 4000, mixer: "Speaker", mixerCard: "hw:1")))
     }
@@ -119,7 +121,19 @@ struct ConfigTests {
         (#"{"transport": "websocket"}"#,
          #"satellite.json: transport: expected "stream" or "record", found "websocket""#),
         (#"{"wake": ["push"]}"#,
-         #"satellite.json: wake: expected "server" or "push", found an array"#),
+         #"satellite.json: wake: expected "server", "push" or "local", found an array"#),
+        (#"{"wakeWord": {"model": "okay_nabo"}}"#,
+         #"satellite.json: wakeWord.model: expected "okay_nabu", "hey_jarvis", "alexa" or "hey_mycroft" (the models shipped with the package), or the absolute path of a microWakeWord manifest (.json, its .tflite beside it), found "okay_nabo""#),
+        (#"{"wakeWord": {"model": "words/hey.json"}}"#,
+         #"satellite.json: wakeWord.model: expected "okay_nabu", "hey_jarvis", "alexa" or "hey_mycroft" (the models shipped with the package), or the absolute path of a microWakeWord manifest (.json, its .tflite beside it), found "words/hey.json""#),
+        (#"{"wakeWord": {"cutoff": 1}}"#,
+         "satellite.json: wakeWord.cutoff: expected a number between 0 and 1 (higher: fewer false wakes, more missed ones), or null for the model's own, found 1"),
+        (#"{"wakeWord": {"cutoff": "0.5"}}"#,
+         #"satellite.json: wakeWord.cutoff: expected a number between 0 and 1 (higher: fewer false wakes, more missed ones), or null for the model's own, found "0.5""#),
+        (#"{"wakeWord": {"refractoryMs": 60001}}"#,
+         "satellite.json: wakeWord.refractoryMs: expected a whole number of milliseconds from 0 to 60000, found 60001"),
+        (#"{"wakeWord": "okay_nabu"}"#,
+         #"satellite.json: wakeWord: expected an object with the keys model, cutoff, refractoryMs, found "okay_nabu""#),
         (#"{"name": 7}"#, "satellite.json: name: expected a string, found 7"),
         (#"{"name": "   "}"#,
          #"satellite.json: name: expected a name of 1 to 64 characters, or "" for the short host name, found "   ""#),

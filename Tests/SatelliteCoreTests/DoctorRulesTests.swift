@@ -177,16 +177,16 @@ struct DoctorRulesTests {
             DoctorCheck(.socket, .warn, "No group.", fix: "sudo groupadd parlour"),
         ])
         #expect(report.text(plain: false) == """
-            ✓ microphone     testmic hears a signal.
-            ✗ token          No token.
-                             fix: parlourctl pair LINK
-            ! socket         No group.
-                             fix: sudo groupadd parlour
+            ✓ microphone         testmic hears a signal.
+            ✗ token              No token.
+                                 fix: parlourctl pair LINK
+            ! socket             No group.
+                                 fix: sudo groupadd parlour
 
             1 failed, 1 warning, 1 ok.
 
             """)
-        #expect(report.text(plain: true).hasPrefix("+ microphone     testmic hears a signal.\nx token "))
+        #expect(report.text(plain: true).hasPrefix("+ microphone         testmic hears a signal.\nx token "))
         #expect(report.exitCode == 1)
         #expect(DoctorReport(Array(report.checks.dropFirst(2))).exitCode == 0)
         #expect(DoctorReport(json: report.json) == report)

@@ -26,7 +26,8 @@ struct DoctorTests {
     func flatAndSpeaking() async throws {
         let flat = try await DaemonHarness.start(config: Self.config, mic: Speech.silence(3))
         let (checks, names, exit) = try await Self.doctor(flat)
-        #expect(names == DoctorCheck.Name.allCases.map(\.rawValue))
+        // The wake word's two come only with wake local.
+        #expect(names == DoctorCheck.Name.allCases.map(\.rawValue).filter { !$0.hasPrefix("wake_word") })
         let microphone = try #require(checks["microphone"])
         #expect(microphone.status == .fail)
         #expect(microphone.detail.contains("gives only zeros (digital silence) over 1.0 s"), "\(microphone.detail)")
@@ -45,7 +46,7 @@ struct DoctorTests {
         let plain = try await Subprocess.run(Package.binDirectory + "/parlourctl", ["doctor"], environment: environment)
         #expect(plain.status == 1)
         #expect(plain.out.contains("x microphone     "))
-        #expect(plain.out.contains("\n                 fix: alsamixer -V capture"))
+        #expect(plain.out.contains("\n                     fix: alsamixer -V capture"))
         // Nothing was left behind in the state folder.
         #expect(try FileManager.default.contentsOfDirectory(atPath: flat.stateDirectory).isEmpty)
         await flat.stop()

@@ -38,6 +38,23 @@ enum WakeWordFiles {
         #expect(overridden.window.cutoff == 0.5)
     }
 
+    @Test func aResetModelHearsAClipAsAFreshOneDoes() throws {
+        let library = try WakeWordFiles.openLibrary()
+        let samples = try Speech.recording("okay nabu", leadingMs: 500, trailingMs: 1_000).samples
+        let model = try WakeWordModel(manifestPath: WakeWordFiles.manifest("okay_nabu"), library: library)
+        func hear() throws -> [Double] {
+            var frontend = MicroFrontend()
+            return try frontend.process(samples).compactMap { try model.process($0) }
+        }
+        let first = try hear()
+        #expect(first.contains(where: model.heard), "the clip wakes the model")
+        // Without a reset the model carries what it heard into the next clip.
+        let carried = try hear()
+        try model.reset()
+        #expect(try hear() == first)
+        #expect(carried != first)
+    }
+
     @Test func aLibraryThatCannotBeLoadedIsNamed() throws {
         let directory = try Package.temporaryDirectory("tflite")
         defer { try? FileManager.default.removeItem(at: directory) }

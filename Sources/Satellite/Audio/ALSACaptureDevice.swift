@@ -3,6 +3,9 @@
 // Swift's cooperative pool. Easy to get wrong:
 // the thread must notice a stop even when no data comes (snd_pcm_wait with a
 // period's timeout), and the handle is closed by that thread alone, once.
+// The consumer can hand the device on (`detach`, then `attach`) without closing
+// it: the local wake word gives the turn it starts the audio from the moment of
+// the wake, none lost to closing and reopening the device.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -37,6 +40,14 @@ public final class ALSACaptureDevice: @unchecked Sendable {
     private let life = Mutex(Life())
     /// Listeners in (`copies()`): each gets every chunk the consumer gets.
     private let listeners = Mutex<[Int: AsyncStream<CaptureChunk>.Continuation]>([:])
+    /// Who gets the chunks: the consumer's stream, or (detached) a backlog for the next one.
+    private let consumer = Mutex(Consumer.none)
+
+    private enum Consumer {
+        case none
+        case attached(id: Int, AsyncStream<CaptureChunk>.Continuation)
+        case waiting([[Int16]])
+    }
 
     private struct Life {
         var started = false
@@ -75,9 +86,7 @@ public final class ALSACaptureDevice: @unchecked Sendable {
     /// closed. Only the first call starts anything; later calls get an empty stream.
     /// `onFailure` runs on the capture thread just before the `.failed` chunk is yielded.
     public func frames(onFailure: (@Sendable (ALSAError) -> Void)? = nil) -> AsyncStream<CaptureChunk> {
-        // Two seconds of chunks; a consumer further behind loses the oldest.
-        let twoSeconds = max(4, 2 * rate / max(1, periodFrames))
-        let (stream, continuation) = AsyncStream.makeStream(of: CaptureChunk.self, bufferingPolicy: .bufferingNewest(twoSeconds))
+        let (stream, continuation) = AsyncStream.makeStream(of: CaptureChunk.self, bufferingPolicy: .bufferingNewest(chunkBound))
         let first = life.withLock { life in
             defer { life.started = true }
             return !life.started && !life.closed
@@ -86,20 +95,72 @@ public final class ALSACaptureDevice: @unchecked Sendable {
             continuation.finish()
             return stream
         }
-        continuation.onTermination = { [weak self] _ in self?.stop() }
+        consume(continuation, id: 0)
         SystemThread.start(name: "alsa-capture") { [self] in
-            let failure = read(into: continuation)
+            let failure = read()
             snd_pcm_drop(pcm)
             snd_pcm_close(pcm)
-            if let failure {
-                onFailure?(failure)
-                continuation.yield(.failed(failure))
+            if let failure { onFailure?(failure) }
+            let last: AsyncStream<CaptureChunk>.Continuation? = consumer.withLock { c in
+                defer { c = .none }
+                if case .attached(_, let continuation) = c { return continuation }
+                return nil
             }
+            if let failure { last?.yield(.failed(failure)) }
             markClosed()
-            continuation.finish()
+            last?.finish()
         }
         return stream
     }
+
+    /// Makes `continuation` the consumer; its stream ending (the consumer gone) stops the device,
+    /// unless it was detached first.
+    private func consume(_ continuation: AsyncStream<CaptureChunk>.Continuation, id: Int) {
+        consumer.withLock { $0 = .attached(id: id, continuation) }
+        continuation.onTermination = { [weak self] _ in
+            guard let self else { return }
+            let current = self.consumer.withLock { c in
+                if case .attached(let now, _) = c { return now == id }
+                return false
+            }
+            if current { self.stop() }
+        }
+    }
+
+    /// Ends the consumer's stream but keeps the device reading: what it hears waits (the newest two
+    /// seconds, after `first`) for `attach()`. False when the device is closed or has no consumer.
+    public func detach(keeping first: [Int16]? = nil) -> Bool {
+        let old: AsyncStream<CaptureChunk>.Continuation? = consumer.withLock { c in
+            guard case .attached(_, let continuation) = c else { return nil }
+            c = .waiting(first.map { [$0] } ?? [])
+            return continuation
+        }
+        old?.finish()
+        return old != nil
+    }
+
+    /// A new consumer for a detached device: its stream begins with what was heard since `detach()`.
+    /// nil when the device is not detached (or has closed since).
+    public func attach() -> AsyncStream<CaptureChunk>? {
+        let (stream, continuation) = AsyncStream.makeStream(of: CaptureChunk.self, bufferingPolicy: .bufferingNewest(chunkBound))
+        let id: Int? = life.withLock { life in
+            guard !life.closed else { return nil }
+            life.nextListener += 1
+            let id = life.nextListener
+            return consumer.withLock { c in
+                guard case .waiting(let backlog) = c else { return nil }
+                for chunk in backlog { continuation.yield(.samples(chunk)) }
+                c = .attached(id: id, continuation)
+                return id
+            }
+        }
+        guard let id else { return nil }
+        consume(continuation, id: id)
+        return stream
+    }
+
+    /// Two seconds of chunks: a consumer further behind loses the oldest.
+    private var chunkBound: Int { max(4, 2 * rate / max(1, periodFrames)) }
 
     /// Asks the capture thread to stop; it does within one period and closes the device.
     /// Before `frames()` it closes the device at once.
@@ -159,7 +220,8 @@ public final class ALSACaptureDevice: @unchecked Sendable {
     }
 
     /// The capture loop; returns the error that ended it, or nil when asked to stop.
-    private func read(into continuation: AsyncStream<CaptureChunk>.Continuation) -> ALSAError? {
+    private func read() -> ALSAError? {
+        let bound = chunkBound
         if let error = call(snd_pcm_start(pcm), "snd_pcm_start") { return error }
         let timeout = Int32(max(1, periodFrames * 1000 / rate))
         var chunk = [Int16](repeating: 0, count: periodFrames * channels)
@@ -174,7 +236,21 @@ public final class ALSACaptureDevice: @unchecked Sendable {
             if got >= 0 {
                 filled += got
                 if filled == periodFrames {
-                    if case .dropped = continuation.yield(.samples(chunk)) { overrunCount.add(1, ordering: .relaxed) }
+                    let dropped: Bool = consumer.withLock { c in
+                        switch c {
+                        case .attached(_, let continuation):
+                            if case .dropped = continuation.yield(.samples(chunk)) { return true }
+                            return false
+                        case .waiting(var backlog):
+                            backlog.append(chunk)
+                            if backlog.count > bound { backlog.removeFirst() }
+                            c = .waiting(backlog)
+                            return false
+                        case .none:
+                            return false
+                        }
+                    }
+                    if dropped { overrunCount.add(1, ordering: .relaxed) }
                     listeners.withLock { for listener in $0.values { listener.yield(.samples(chunk)) } }
                     filled = 0
                 }

@@ -68,8 +68,7 @@ public final class CommandRouter: ControlHandler {
             startWatch(request.id, on: connection)
             return
         case .listen(let hold):
-            result = await conversation.listen(hold: hold, holder: connection)
-            bus.publish(.finished(command: "listen", result: result))
+            result = await listen(hold: hold, holder: connection)
         case .end:
             result = .completed(["released": .bool(await conversation.release())])
         case .cancel:
@@ -130,6 +129,14 @@ public final class CommandRouter: ControlHandler {
         }
         if request.wait { connection.finish(id: request.id, result) }
         if let ticket { callbacks.deliver(result, for: ticket) }
+    }
+
+    /// One turn, as `parlourctl listen` asks for it and as the local wake word starts it: its result
+    /// is published for the journal and watch.
+    public func listen(hold: Bool, holder: ControlConnection?) async -> ControlResult {
+        let result = await conversation.listen(hold: hold, holder: holder)
+        bus.publish(.finished(command: "listen", result: result))
+        return result
     }
 
     /// Whether `peer` may run `command`; a changing command is logged with who sent it either way.

@@ -18,15 +18,18 @@ public final class Daemon: Sendable {
     private let environment: [String: String]
     private let cues: CueSounds
     private let hook: HookCommand?
+    private let wakeWord: WakeWordEngine?
 
-    /// `cues` and `hook` are the config's sounds and state hook, already loaded and checked (main.swift).
+    /// `cues` and `hook` are the config's sounds and state hook, and `wakeWord` the local wake word's
+    /// engine (with `wake` `local`), already loaded and checked (main.swift).
     public init(config: SatelliteConfig, paths: SatellitePaths, environment: [String: String],
-                cues: CueSounds = CueSounds(), hook: HookCommand? = nil) {
+                cues: CueSounds = CueSounds(), hook: HookCommand? = nil, wakeWord: WakeWordEngine? = nil) {
         self.config = config
         self.paths = paths
         self.environment = environment
         self.cues = cues
         self.hook = hook
+        self.wakeWord = wakeWord
     }
 
     /// Runs until SIGTERM or SIGINT, or until one of its parts fails (said in the journal).
@@ -48,6 +51,8 @@ public final class Daemon: Sendable {
         board.update {
             $0.room = room
             $0.muted = local.muted
+            // Loaded before the start (or the daemon would not be running).
+            $0.wakeWord = wakeWord.map { WakeWordHealth(model: $0.name, ok: true) }
         }
         keeper.update { $0.muted = local.muted }
 
@@ -80,7 +85,7 @@ public final class Daemon: Sendable {
         var stream: ListenStream?
         if config.transport == .stream {
             stream = ListenStream(
-                settings: .init(name: config.name, room: room, mode: config.wake == .push ? .push : .wake,
+                settings: .init(name: config.name, room: room, mode: config.wake == .server ? .wake : .push,
                                 retryMs: config.server.retryMs, endpointing: endpointing),
                 link: link, capture: capture, playback: playback, bus: bus, keeper: keeper, cues: cuePlayer, offline: offline,
                 muted: local.muted)
@@ -94,10 +99,17 @@ public final class Daemon: Sendable {
         let volume = SpeakerVolume(output: config.audio.output, mixer: config.audio.mixer, mixerCard: config.audio.mixerCard)
         let callbacks = CallbackSender(bus: bus)
         let doctor = Doctor(parts: .init(capture: capture, playback: playback, discovery: discovery, pin: pin, link: link,
-                                         tokens: tokens, keeper: keeper, board: board), paths: paths)
+                                         tokens: tokens, keeper: keeper, board: board, wakeWord: wakeWord), paths: paths)
         let router = CommandRouter(conversation: conversation, chooser: chooser, admin: ServerAdmin(link: link), settings: settings,
                                    volume: volume, board: board, bus: bus, callbacks: callbacks, doctor: doctor, capture: capture,
                                    keeper: keeper)
+
+        // The satellite's own ear: a wake starts a turn as parlourctl listen does.
+        let wakeWordService = wakeWord.map { engine in
+            WakeWordService(engine: engine, capture: capture, bus: bus, keeper: keeper, refractoryMs: config.wakeWord.refractoryMs) {
+                _ = await router.listen(hold: false, holder: nil)
+            }
+        }
 
         let server = try ControlServer(path: paths.socket, handler: router)
 
@@ -156,11 +168,14 @@ public final class Daemon: Sendable {
                 await Service.untilCancelled()
             },
         ]
+        // Last, so it stops first: no wake starts a turn while the rest stops.
+        if let wakeWordService { services.append(Service("wake word") { await wakeWordService.run() }) }
         if let interval = notifier.watchdogInterval {
-            let pings: [@Sendable () async -> Bool] = [
+            var pings: [@Sendable () async -> Bool] = [
                 { await conversation.ping() }, { await link.ping() }, { await discovery.ping() }, { await chooser.ping() }, { await capture.ping() }, { await playback.ping() },
             ]
-            services.append(Service("watchdog") { await notifier.watchdog(every: interval, pings: pings) })
+            if let wakeWordService { pings.append { await wakeWordService.ping() } }
+            services.append(Service("watchdog") { [pings] in await notifier.watchdog(every: interval, pings: pings) })
         }
 
         let runner = ServiceRunner(services, deadline: Self.stopDeadline, bus: bus) { parts in

@@ -24,9 +24,12 @@ public struct Doctor: Sendable {
         let tokens: TokenStore
         let keeper: StateKeeper
         let board: StatusBoard
+        /// With `wake` `local`: the engine loaded at start, whose files are checked again.
+        let wakeWord: WakeWordEngine?
 
         public init(capture: AudioCapture, playback: Playback, discovery: Discovery, pin: ServerPin, link: Link,
-                    tokens: TokenStore, keeper: StateKeeper, board: StatusBoard) {
+                    tokens: TokenStore, keeper: StateKeeper, board: StatusBoard, wakeWord: WakeWordEngine? = nil) {
+            self.wakeWord = wakeWord
             self.capture = capture
             self.playback = playback
             self.discovery = discovery
@@ -69,7 +72,36 @@ public struct Doctor: Sendable {
             DoctorRules.clock(now: Date(), built: Self.builtAt()),
             stateFolderCheck(user: user),
             socketCheck(),
-        ])
+        ] + wakeWordChecks())
+    }
+
+    // MARK: The local wake word
+
+    /// The library and the model loaded afresh from their files, as a restart would.
+    private func wakeWordChecks() -> [DoctorCheck] {
+        guard let engine = parts.wakeWord else { return [] }
+        let path = engine.model.libraryPath
+        let library: TFLiteLibrary
+        do throws(TFLiteLibraryError) {
+            // dlopen answers from memory for a library already loaded, even one deleted since.
+            guard FileManager.default.fileExists(atPath: path) else {
+                throw TFLiteLibraryError(path: path, problem: "does not exist (the daemon runs on the copy it loaded at start)")
+            }
+            library = try TFLiteLibrary(path: path)
+        } catch {
+            return [DoctorRules.wakeWordLibrary(path, version: nil, problem: "TensorFlow Lite's C library \(path) \(error.problem)"),
+                    DoctorRules.wakeWordModel(engine.name, manifest: engine.model.manifestPath, config: paths.config,
+                                              problem: "It cannot be checked without the library", running: nil)]
+        }
+        var problem: String?
+        do {
+            _ = try WakeWordModel(manifestPath: engine.model.manifestPath, library: library)
+        } catch {
+            problem = error.description
+        }
+        return [DoctorRules.wakeWordLibrary(path, version: library.versionText, problem: nil),
+                DoctorRules.wakeWordModel(engine.name, manifest: engine.model.manifestPath, config: paths.config,
+                                          problem: problem, running: parts.board.current.wakeWord)]
     }
 
     // MARK: Sound

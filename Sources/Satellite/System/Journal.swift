@@ -80,6 +80,10 @@ public struct Journal: Sendable {
         switch event {
         case .microphone(let d), .speaker(let d): fields["DEVICE"] = d.device
         case .server(let s): if let url = s.url { fields["SERVER_URL"] = url }
+        case .wake(let model, let probability):
+            fields["MODEL"] = model
+            fields["PROBABILITY"] = String(printf: "%.3f", probability)
+        case .wakeWord(let w): fields["MODEL"] = w.model
         case .finished(let command, let result):
             fields["COMMAND"] = command
             if case .error(let e) = result {

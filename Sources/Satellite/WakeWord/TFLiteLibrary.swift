@@ -74,6 +74,11 @@ public struct TFLiteLibraryError: Error, Equatable, CustomStringConvertible {
     public let path: String
     public let problem: String
 
+    public init(path: String, problem: String) {
+        self.path = path
+        self.problem = problem
+    }
+
     public var description: String {
         "TensorFlow Lite's C library \(path) \(problem); reinstall parlour-satellite, or in a source tree run scripts/deps, "
             + "which puts it in .build/wakeword/lib"

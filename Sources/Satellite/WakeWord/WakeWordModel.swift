@@ -23,10 +23,12 @@ public final class WakeWordModel {
 
     private let library: TFLiteLibrary
     private let modelPath: String
+    /// The library it runs on.
+    public var libraryPath: String { library.path }
     private let model: OpaquePointer
-    private let interpreter: OpaquePointer
-    private let input: OpaquePointer
-    private let output: OpaquePointer
+    private var interpreter: OpaquePointer
+    private var input: OpaquePointer
+    private var output: OpaquePointer
     private var pending: [UInt8] = []
 
     /// Loads the model the manifest at `manifestPath` names; `cutoff` overrides the manifest's.
@@ -110,6 +112,25 @@ public final class WakeWordModel {
     deinit {
         library.interpreterDelete(interpreter)
         library.modelDelete(model)
+    }
+
+    /// Forgets what the model has heard, as after a wake: a streaming model keeps its state in
+    /// variables that only a new interpreter starts afresh (pymicro-wakeword reloads the model).
+    public func reset() throws(WakeWordModelError) {
+        guard let fresh = library.interpreterCreate(model, nil) else {
+            throw WakeWordModelError(file: modelPath, problem: "cannot be run again: TensorFlow Lite made no interpreter for it")
+        }
+        guard library.interpreterAllocateTensors(fresh) == 0, let input = library.interpreterGetInputTensor(fresh, 0),
+              let output = library.interpreterGetOutputTensor(fresh, 0) else {
+            library.interpreterDelete(fresh)
+            throw WakeWordModelError(file: modelPath, problem: "cannot be run again: TensorFlow Lite could not allocate its tensors")
+        }
+        library.interpreterDelete(interpreter)
+        interpreter = fresh
+        self.input = input
+        self.output = output
+        pending.removeAll(keepingCapacity: true)
+        window.reset()
     }
 
     /// Takes one frame from MicroFrontend. Every `stride` frames the model runs and this returns

@@ -51,6 +51,15 @@ struct ConfigKey: Sendable {
         .milliseconds("server.retryMs", \.server.retryMs, 1_000...3_600_000),
         .choice("transport", \.transport),
         .choice("wake", \.wake),
+        .string("wakeWord.model", \.wakeWord.model, check: wakeWordModel),
+        ConfigKey(path: "wakeWord.cutoff", read: { value, config throws(Rejection) in
+            if value == .null { config.wakeWord.cutoff = nil; return }
+            guard let cutoff = value.numberValue, cutoff > 0, cutoff < 1 else {
+                throw Rejection("a number between 0 and 1 (higher: fewer false wakes, more missed ones), or null for the model's own")
+            }
+            config.wakeWord.cutoff = cutoff
+        }, render: { $0.wakeWord.cutoff.map(JSONValue.number) ?? .null }),
+        .milliseconds("wakeWord.refractoryMs", \.wakeWord.refractoryMs, 0...60_000),
         .string("audio.input", \.audio.input, check: deviceName),
         .string("audio.output", \.audio.output, check: deviceName),
         .milliseconds("audio.silenceMs", \.audio.silenceMs, 100...10_000),
@@ -211,6 +220,17 @@ extension ConfigKey {
         if text.isEmpty || text == SatelliteConfig.Sounds.builtin { return text }
         guard text.hasPrefix("/"), !hasControlCharacters(text) else {
             throw Rejection("\"builtin\", \"\" for no sound, or the absolute path of a WAV file")
+        }
+        return text
+    }
+
+    /// A shipped model's name, or the absolute path of a manifest; the files themselves are read at start (WakeWordEngine).
+    static func wakeWordModel(_ text: String) throws(Rejection) -> String? {
+        if WakeWordFolder.shippedModels.contains(text) { return text }
+        guard text.hasPrefix("/"), text.hasSuffix(".json"), !hasControlCharacters(text) else {
+            let names = WakeWordFolder.shippedModels.map { "\"\($0)\"" }
+            throw Rejection(names.dropLast().joined(separator: ", ") + " or " + names.last!
+                + " (the models shipped with the package), or the absolute path of a microWakeWord manifest (.json, its .tflite beside it)")
         }
         return text
     }

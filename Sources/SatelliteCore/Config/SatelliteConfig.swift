@@ -12,12 +12,30 @@ public struct SatelliteConfig: Sendable, Equatable {
         case record
     }
 
-    /// Who decides when to listen, with the `stream` transport.
+    /// Who decides when to listen.
     public enum Wake: String, Sendable, CaseIterable {
-        /// Stream the room; the server listens for the wake word.
+        /// Stream the room (stream transport); the server listens for the wake word.
         case server
         /// Send audio only after `parlourctl listen` (or a button).
         case push
+        /// The satellite listens for its own wake word (either transport) and sends nothing before it.
+        case local
+    }
+
+    /// The local wake word (docs/wake-word.md), used when `wake` is `local`.
+    public struct WakeWord: Sendable, Equatable {
+        /// A model shipped with the package (`WakeWordFolder.shippedModels`), or a manifest's absolute path.
+        public var model: String
+        /// Overrides the manifest's `probability_cutoff`; nil: the manifest's.
+        public var cutoff: Double?
+        /// After a wake, the wake word is ignored this long.
+        public var refractoryMs: Int
+
+        public init(model: String = "okay_nabu", cutoff: Double? = nil, refractoryMs: Int = 2_000) {
+            self.model = model
+            self.cutoff = cutoff
+            self.refractoryMs = refractoryMs
+        }
     }
 
     public struct Server: Sendable, Equatable {
@@ -124,18 +142,20 @@ public struct SatelliteConfig: Sendable, Equatable {
     public var server: Server
     public var transport: Transport
     public var wake: Wake
+    public var wakeWord: WakeWord
     public var audio: Audio
     public var hooks: Hooks
     public var sounds: Sounds
     public var offline: Offline
 
-    public init(name: String, room: String, server: Server, transport: Transport, wake: Wake, audio: Audio,
-                hooks: Hooks = Hooks(), sounds: Sounds = Sounds(), offline: Offline = Offline()) {
+    public init(name: String, room: String, server: Server, transport: Transport, wake: Wake, wakeWord: WakeWord = WakeWord(),
+                audio: Audio, hooks: Hooks = Hooks(), sounds: Sounds = Sounds(), offline: Offline = Offline()) {
         self.name = name
         self.room = room
         self.server = server
         self.transport = transport
         self.wake = wake
+        self.wakeWord = wakeWord
         self.audio = audio
         self.hooks = hooks
         self.sounds = sounds

@@ -209,8 +209,8 @@ public enum ResultText {
             default: return "unknown"
             }
         }
-        func device(_ d: JSONValue?) -> String {
-            let name = d?["device"]?.stringValue ?? "?"
+        func device(_ d: JSONValue?, named key: String = "device") -> String {
+            let name = d?[key]?.stringValue ?? "?"
             switch d?["ok"] {
             case .bool(true)?: return "\(name) (works)"
             case .bool(false)?: return "\(name) (not working: \(d?["error"]?.stringValue ?? "unknown reason"))"
@@ -225,6 +225,8 @@ public enum ResultText {
             if let how = server?["how"]?.stringValue { serverLine += ", \(how)" }
             serverLine += "; reachable: \(word(server?["reachable"])); token accepted: \(word(server?["tokenAccepted"]))"
         }
+        // Only with a local wake word, as in the JSON.
+        let wakeWordLine = s["wakeWord"].map { "\nWake word:  \(device($0, named: "model"))" } ?? ""
         return """
             State:      \(word(s["state"]))
             Name:       \(word(s["name"]))
@@ -233,7 +235,7 @@ public enum ResultText {
             Server:     \(serverLine)
             Bonjour:    \(word(s["bonjour"]))
             Microphone: \(device(s["microphone"]))
-            Speaker:    \(device(s["speaker"]))
+            Speaker:    \(device(s["speaker"]))\(wakeWordLine)
             Muted:      \(word(s["muted"]))
             Version:    \(word(s["version"]))
 

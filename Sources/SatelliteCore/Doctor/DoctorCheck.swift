@@ -17,6 +17,9 @@ public struct DoctorCheck: Sendable, Equatable {
         case clock
         case stateFolder = "state_folder"
         case socket
+        /// With `wake` `local` only.
+        case wakeWordLibrary = "wake_word_library"
+        case wakeWordModel = "wake_word_model"
     }
 
     public enum Status: String, Sendable, CaseIterable {

@@ -288,6 +288,31 @@ public enum DoctorRules {
         return DoctorCheck(.socket, .ok, "\(path) is mode 0660, group parlour: root and the parlour group may use parlourctl.")
     }
 
+    /// TensorFlow Lite's C library for the local wake word: `problem` is why it cannot be loaded now.
+    public static func wakeWordLibrary(_ path: String, version: String?, problem: String?) -> DoctorCheck {
+        guard let problem else {
+            return DoctorCheck(.wakeWordLibrary, .ok, "TensorFlow Lite \(version ?? "?") loads from \(path).")
+        }
+        return DoctorCheck(.wakeWordLibrary, .fail, "\(problem).",
+                           fix: "sudo apt install --reinstall parlour-satellite   # in a source tree: scripts/deps, which fetches it into .build/wakeword")
+    }
+
+    /// The local wake word's model: `problem` is why it cannot be loaded now, `running` what the
+    /// daemon's own copy says (a model that failed while hearing).
+    public static func wakeWordModel(_ model: String, manifest: String, config: String, problem: String?,
+                                     running: WakeWordHealth?) -> DoctorCheck {
+        let shipped = WakeWordFolder.shippedModels.contains(model)
+        let fix = shipped
+            ? "sudo apt install --reinstall parlour-satellite   # it ships \(manifest)"
+            : "sudoedit \(config)   # point wakeWord.model at a microWakeWord manifest (.json, its .tflite beside it), or \"okay_nabu\"; then \(restart)"
+        if let problem { return DoctorCheck(.wakeWordModel, .fail, "\(problem).", fix: fix) }
+        if running?.ok == false {
+            return DoctorCheck(.wakeWordModel, .fail, "The wake word model \(model) stopped working: \(running?.error ?? "unknown reason"); nothing wakes the satellite now.",
+                               fix: restart)
+        }
+        return DoctorCheck(.wakeWordModel, .ok, "Listening for the wake word with \(model) (\(manifest)).")
+    }
+
     /// `-31.0 dBFS`.
     static func dB(_ value: Double) -> String { String(printf: "%.1f dBFS", SignalLevel.rounded(value)) }
 }

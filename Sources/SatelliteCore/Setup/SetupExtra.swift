@@ -33,6 +33,7 @@ public struct SetupExtra: Sendable {
                 let transport = status["transport"]?.stringValue ?? "?"
                 let wake = status["wake"]?.stringValue ?? "?"
                 if transport == "stream" && wake == "server" { return "the server listens for the wake word" }
+                if wake == "local" { return "the satellite listens for its own wake word (local), then sends the question" }
                 if transport == "stream" { return "only when asked with parlourctl listen (push)" }
                 return "one recording per parlourctl listen (record)"
             },

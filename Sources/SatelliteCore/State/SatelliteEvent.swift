@@ -34,6 +34,22 @@ public struct DeviceHealth: Sendable, Equatable {
     public var json: JSONValue { ["device": .string(device), "ok": ok.map(JSONValue.bool) ?? .null, "error": .from(error)] }
 }
 
+/// The local wake word's model, and whether it works (status `wakeWord`, with `wake` `local`).
+public struct WakeWordHealth: Sendable, Equatable {
+    /// As `wakeWord.model` names it: a shipped model or a manifest's path.
+    public var model: String
+    public var ok: Bool?
+    public var error: String?
+
+    public init(model: String, ok: Bool? = nil, error: String? = nil) {
+        self.model = model
+        self.ok = ok
+        self.error = error
+    }
+
+    public var json: JSONValue { ["model": .string(model), "ok": ok.map(JSONValue.bool) ?? .null, "error": .from(error)] }
+}
+
 /// How the server in use was chosen (INTERFACE.md, status `how`).
 public enum PinHow: String, Sendable, Equatable {
     case configured, paired, manual, discovered
@@ -69,6 +85,10 @@ public enum SatelliteEvent: Sendable, Equatable {
     case microphone(DeviceHealth)
     case speaker(DeviceHealth)
     case server(ServerHealth)
+    /// The local wake word was heard (its averaged probability); a turn starts.
+    case wake(model: String, probability: Double)
+    /// The local wake word's model started working or stopped.
+    case wakeWord(WakeWordHealth)
     /// What the server heard, for a request under way.
     case heard(String)
     case reply(text: String, via: String)
@@ -86,6 +106,8 @@ public enum SatelliteEvent: Sendable, Equatable {
         case .microphone: "microphone"
         case .speaker: "speaker"
         case .server: "server"
+        case .wake: "wake"
+        case .wakeWord: "wakeWord"
         case .heard: "heard"
         case .reply: "reply"
         case .finished: "finished"
@@ -97,6 +119,7 @@ public enum SatelliteEvent: Sendable, Equatable {
         switch self {
         case .microphone(let d), .speaker(let d): return d.ok == false ? .warning : .info
         case .server(let s): return s.reachable == false || s.tokenAccepted == false ? .warning : .info
+        case .wakeWord(let w): return w.ok == false ? .error : .info
         case .finished(_, let result):
             if case .error = result { return .warning }
             return .info
@@ -123,6 +146,11 @@ public enum SatelliteEvent: Sendable, Equatable {
             if s.tokenAccepted == false { return "The server \(url) refused the token." }
             if s.reachable == true { return "The server \(url) answers." }
             return "The server in use is \(url)."
+        case .wake(let model, let probability):
+            return "Heard the wake word (\(model), probability \(String(printf: "%.3f", probability)))."
+        case .wakeWord(let w):
+            if w.ok == false { return "The wake word model \(w.model) stopped working: \(w.error ?? "unknown reason")." }
+            return "Listening for the wake word with \(w.model)."
         case .heard(let text): return "Heard: \(text)"
         case .reply(let text, let via): return "Reply (\(via)): \(text)"
         case .finished(let command, let result):
@@ -147,6 +175,10 @@ public enum SatelliteEvent: Sendable, Equatable {
         case .microphone(let d): fields["microphone"] = d.json
         case .speaker(let d): fields["speaker"] = d.json
         case .server(let s): fields["server"] = s.json
+        case .wake(let model, let probability):
+            fields["model"] = .string(model)
+            fields["probability"] = .number(probability)
+        case .wakeWord(let w): fields["wakeWord"] = w.json
         case .heard(let text): fields["heard"] = .string(text)
         case .reply(let text, let via):
             fields["reply"] = .string(text)

@@ -14,6 +14,8 @@ public struct StatusModel: Sendable, Equatable {
     public var bonjour: String?
     public var microphone: DeviceHealth
     public var speaker: DeviceHealth
+    /// With `wake` `local` only: the model and whether it works.
+    public var wakeWord: WakeWordHealth?
 
     public init(name: String, room: String, transport: String, wake: String, version: String,
                 microphone: String, speaker: String) {
@@ -37,14 +39,19 @@ public struct StatusModel: Sendable, Equatable {
         case .server(let s): server = s
         // Discovery says when avahi-daemon comes or goes with a "bonjour" field on its notice.
         case .notice(_, _, let fields): if let word = fields["bonjour"] { bonjour = word }
-        case .heard, .reply, .finished: break
+        case .wakeWord(let w): wakeWord = w
+        case .wake, .heard, .reply, .finished: break
         }
     }
 
     public var json: JSONValue {
-        ["state": .string(state.rawValue), "name": .string(name), "room": .string(room),
-         "transport": .string(transport), "wake": .string(wake), "muted": .bool(muted),
-         "version": .string(version), "server": server.json, "bonjour": .from(bonjour),
-         "microphone": microphone.json, "speaker": speaker.json]
+        var fields: [String: JSONValue] = [
+            "state": .string(state.rawValue), "name": .string(name), "room": .string(room),
+            "transport": .string(transport), "wake": .string(wake), "muted": .bool(muted),
+            "version": .string(version), "server": server.json, "bonjour": .from(bonjour),
+            "microphone": microphone.json, "speaker": speaker.json]
+        // Only with a local wake word: every other status keeps its shape.
+        if let wakeWord { fields["wakeWord"] = wakeWord.json }
+        return .object(fields)
     }
 }

@@ -19,6 +19,8 @@ final class MicFeeder: Sendable {
     private struct State {
         var queue: [UInt8] = []
         var stopped = false
+        /// Waiting for what was said to have gone into the pipe (`drained`).
+        var waiters: [CheckedContinuation<Void, Never>] = []
     }
 
     /// How much the pipe holds ahead of the reader: 200 ms of 16 kHz s16le.
@@ -44,6 +46,29 @@ final class MicFeeder: Sendable {
 
     func stop() {
         state.withLock { $0.stopped = true }
+        wakeWaiters(all: true)
+    }
+
+    /// Returns once everything said so far has gone into the pipe (in a live room: has been said;
+    /// what nobody read is gone).
+    func drained() async {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { s in
+                if s.queue.isEmpty || s.stopped { return true }
+                s.waiters.append(waiter)
+                return false
+            }
+            if now { waiter.resume() }
+        }
+    }
+
+    private func wakeWaiters(all: Bool = false) {
+        let ready = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            guard all || s.queue.isEmpty else { return [] }
+            defer { s.waiters.removeAll() }
+            return s.waiters
+        }
+        for waiter in ready { waiter.resume() }
     }
 
     private func pump() {
@@ -67,7 +92,10 @@ final class MicFeeder: Sendable {
                 usleep(5000)
                 continue
             }
-            if !speech.isEmpty { state.withLock { $0.queue.removeFirst(written) } }
+            if !speech.isEmpty {
+                state.withLock { $0.queue.removeFirst(written) }
+                wakeWaiters()
+            }
         }
     }
 
@@ -83,6 +111,7 @@ final class MicFeeder: Sendable {
                 defer { s.queue.removeFirst(n) }
                 return Array(s.queue[..<n])
             }
+            if !speech.isEmpty { wakeWaiters() }
             var chunk = silence
             chunk.replaceSubrange(0..<speech.count, with: speech)
             var queued: Int32 = 0

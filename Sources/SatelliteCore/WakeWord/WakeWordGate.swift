@@ -1,0 +1,44 @@
+// When the satellite's own ear is open, and whether a model's "heard it" is a
+// wake. It listens only when nothing else has the room: idle, offline or
+// unpaired (a wake then still gets its spoken or sounded error), never while a
+// turn listens, thinks or speaks (so an answer cannot wake it) and never
+// muted. A wake starts one turn; until that turn has ended, and for
+// `refractoryMs` after the wake, the word is not taken again.
+
+/// The wake word's policy; the service carries out what it decides.
+public struct WakeWordGate: Sendable, Equatable {
+    public let refractoryMs: Int
+    public private(set) var state: SatelliteState = .starting
+    /// A wake's turn has been started and has not yet ended.
+    public private(set) var turnUnderWay = false
+    private var lastWakeMs: Int64?
+
+    public init(refractoryMs: Int) {
+        self.refractoryMs = refractoryMs
+    }
+
+    /// Whether the detector should hear the room now (the microphone open for it).
+    public var listens: Bool {
+        guard !turnUnderWay else { return false }
+        switch state {
+        case .idle, .offline, .unpaired: return true
+        case .starting, .listening, .thinking, .speaking, .muted: return false
+        }
+    }
+
+    /// The satellite's state moved.
+    public mutating func stateChanged(_ state: SatelliteState) { self.state = state }
+
+    /// The model heard its word at `nowMs` (a monotonic clock): true when that is a wake, which
+    /// starts a turn.
+    public mutating func heard(atMs nowMs: Int64) -> Bool {
+        guard listens else { return false }
+        if let last = lastWakeMs, nowMs - last < Int64(refractoryMs) { return false }
+        lastWakeMs = nowMs
+        turnUnderWay = true
+        return true
+    }
+
+    /// The wake's turn has its result.
+    public mutating func turnEnded() { turnUnderWay = false }
+}
