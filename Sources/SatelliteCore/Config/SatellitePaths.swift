@@ -44,7 +44,7 @@ public struct SatellitePaths: Sendable, Equatable {
     /// Where the token may be, in INTERFACE.md's order: for a configured server the first that holds a
     /// token wins; any other pin names its own (pin.json's `tokenSource`). A file of white space alone
     /// holds none: under the unit the credential file always exists, as a lone newline when
-    /// /etc/parlour-satellite/token is absent (systemd 252 needs that default; README "The service").
+    /// /etc/parlour-satellite/token is absent (systemd 252 needs that default; docs/service.md).
     public static func tokenCandidates(stateDirectory: String, environment: [String: String]) -> [TokenSource] {
         var sources: [TokenSource] = []
         if let credentials = environment["CREDENTIALS_DIRECTORY"], !credentials.isEmpty {
