@@ -52,8 +52,7 @@ enum SetupSession {
             switch action {
             case .ask(let text, let prompt, let secret):
                 let line = Input.line(prompt: text + prompt, secret: secret)
-                if secret || line == nil { Output.out("
-") }
+                if secret || line == nil { Output.out("\n") }
                 action = flow.next(.line(line))
             case .send(let text, let request):
                 Output.out(text)

@@ -104,9 +104,7 @@ case .success(let invocation):
                             + "Check that this is your server and run the same command again with --yes."), json: json)
                 }
             } else if !json {
-                Output.err("Pairing with \(link.name.shown)
-Address: \(origin.shown)
-")
+                Output.err("Pairing with \(link.name.shown)\nAddress: \(origin.shown)\n")
             }
             run(command, json: json, socket: socket)
         }
