@@ -22,13 +22,14 @@ let package = Package(
         .systemLibrary(name: "CEspeak", providers: [.apt(["libespeak-ng-dev"])]),
         .systemLibrary(name: "CSpawn"),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CPrctl"),
         // TensorFlow Lite's C API for the local wake word: declarations only, the library is dlopened.
         .systemLibrary(name: "CTFLite"),
 
         // Pure policy and codecs: no C, Foundation at most.
         .target(name: "SatelliteCore", swiftSettings: strict),
         // The actors and their adapters around the C libraries.
-        .target(name: "Satellite", dependencies: ["SatelliteCore", "CALSA", "CAvahi", "CCurl", "CEspeak", "COpenSSL", "CSpawn", "CSystemd", "CTFLite", "CWebSockets"], swiftSettings: strict),
+        .target(name: "Satellite", dependencies: ["SatelliteCore", "CALSA", "CAvahi", "CCurl", "CEspeak", "COpenSSL", "CPrctl", "CSpawn", "CSystemd", "CTFLite", "CWebSockets"], swiftSettings: strict),
         .executableTarget(name: "parlour-satellite", dependencies: ["Satellite", "SatelliteCore"], swiftSettings: strict),
         .executableTarget(name: "parlourctl", dependencies: ["SatelliteCore"], swiftSettings: strict),
 

@@ -86,10 +86,11 @@ FIGURES = [
     Figure("stream_pss_mb", "PSS streaming: shared pages divided among their users (context)", "MiB", 2),
     Figure("stream_cpu_s_per_min", "CPU per minute of streamed audio (threads' schedstat)", "s/min", 3),
     Figure("stream_cpu_ticks_s_per_min", "CPU per minute of streamed audio (utime+stime, clock ticks)", "s/min", 3),
-    Figure("stream_cpu_capture", "… of which the capture thread (alsa-capture)", "s/min", 3),
+    Figure("stream_cpu_capture", "… of which the audio thread (audio: capture and playback)", "s/min", 3),
     Figure("stream_cpu_websocket", "… of which the WebSocket thread (websocket)", "s/min", 3),
     Figure("stream_cpu_rest", "… of which the other threads (Swift's pool, the rest)", "s/min", 3),
     Figure("stream_wakeups_per_s", "Times a thread was put on a CPU, per second (context)", "/s", 1),
+    Figure("stream_threads", "Threads of the daemon streaming, at the window's end (context)", "", 0),
     Figure("capture_to_socket_ms", "A captured period to its message's bytes on the socket", "ms", 3, "p5–p95"),
     Figure("stream_bytes_per_s", "Binary bytes received by /listen per second (raw audio: 32000)", "B/s", 0),
     Figure("wyoming_hwm_mb", "wyoming-satellite + arecord: peak RSS (sum of VmHWM)", "MiB", 2),
@@ -285,7 +286,7 @@ class ThreadTimes:
     """A process's CPU time and wake-ups over a window, from each thread's schedstat. A
     thread that ends takes its counters with it, so the threads are read every `every`
     seconds and each one's last reading counts: at most that much of an ending thread's
-    time is lost (idle pool threads end; the capture thread does not)."""
+    time is lost (idle pool threads end; the audio thread does not)."""
 
     def __init__(self, pid):
         self.pid = pid
@@ -834,7 +835,8 @@ pcm.benchspeaker {{ type plug slave {{ pcm "benchspeaker_file" format S16_LE rat
             FIG["stream_wakeups_per_s"].samples.append(ours.runs_per_s())
             # Read before the daemon stops: the names are in /proc only while it runs.
             by_name = ours.threads[0].seconds_by_name()
-            capture, websocket = by_name.pop("alsa-capture", 0), by_name.pop("websocket", 0)
+            FIG["stream_threads"].samples.append(len(os.listdir(f"/proc/{daemon.pid}/task")))
+            capture, websocket = by_name.pop("audio", 0), by_name.pop("websocket", 0)
             for key, value in (("stream_cpu_capture", capture), ("stream_cpu_websocket", websocket),
                                ("stream_cpu_rest", sum(by_name.values()))):
                 FIG[key].samples.append(value * 60 / ours.length)

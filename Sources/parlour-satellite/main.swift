@@ -44,6 +44,11 @@ case .success(let invocation):
     }
 }
 
+// Before the token is first read: no core file, and no ptrace by another process of this user.
+if !CoreDumps.forbid() {
+    journal.write(JournalRecord(.warning, "Cannot make the daemon undumpable (prctl PR_SET_DUMPABLE): "
+        + "\(String(cString: strerror(errno))). A core file could hold the token.", fields: ["EVENT": "startup"]))
+}
 let paths = SatellitePaths.resolve(options: options, environment: environment)
 var hostName = [UInt8](repeating: 0, count: 256)
 gethostname(&hostName, hostName.count)

@@ -1,14 +1,21 @@
 // parlourctl's end of the control socket: connect, send a line, read lines.
 // It talks to the daemon and to nothing else, and holds no secret.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
 import SatelliteCore
 
-/// A blocking connection to the daemon's control socket. One thread may send
-/// while another reads (`listen --hold` sends `end` from the stdin thread);
-/// `buffer` belongs to the reading thread alone.
-final class ControlClient: @unchecked Sendable {
+/// A blocking connection to the daemon's control socket, used from one thread.
+final class ControlClient {
     private let fd: Int32
     private var buffer: [UInt8] = []
+    /// While set, reading a line also reads standard input (and drops what comes), and
+    /// when it ends this runs once and is cleared: `listen --hold` sends `end` from it.
+    /// One poll watches both, so no second thread is needed.
+    var whenInputEnds: (() -> Void)?
 
     /// Connects, or fails with `daemon_unavailable` (nobody there) or `permission_denied`.
     init(path: String) throws(SatelliteError) {
@@ -52,11 +59,34 @@ final class ControlClient: @unchecked Sendable {
                 buffer.removeSubrange(...newline)
                 return line
             }
+            waitWhileInputOpen()
             var chunk = [UInt8](repeating: 0, count: 64 * 1024)
             let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
             if n <= 0 { return nil }
             buffer.append(contentsOf: chunk[..<n])
+        }
+    }
+
+    /// Returns once the socket has something to read, reading standard input meanwhile
+    /// while `whenInputEnds` is set; at its end (or an error, or no standard input at all)
+    /// calls `whenInputEnds`.
+    private func waitWhileInputOpen() {
+        while let ended = whenInputEnds {
+            var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: 0, events: Int16(POLLIN), revents: 0)]
+            if poll(&fds, 2, -1) < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            if fds[1].revents != 0 {
+                var scratch = [UInt8](repeating: 0, count: 4096)
+                let n = fds[1].revents & Int16(POLLNVAL) != 0 ? 0 : scratch.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+                if n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN) {
+                    whenInputEnds = nil
+                    ended()
+                }
+            }
+            if fds[0].revents != 0 { return }
         }
     }
 }

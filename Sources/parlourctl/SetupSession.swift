@@ -2,7 +2,12 @@
 // read a line, send a request, draw the level meter) over one connection to the
 // daemon, and nothing else, so the steps and their words stay in SatelliteCore
 // where they are tested. Without a terminal it refuses before asking anything.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
 import SatelliteCore
 
 enum SetupSession {
@@ -46,37 +51,32 @@ enum SetupSession {
         while true {
             switch action {
             case .ask(let text, let prompt, let secret):
-                write(text + prompt)
-                let line = Input.line(secret: secret)
-                if secret || line == nil { write("\n") }
+                let line = Input.line(prompt: text + prompt, secret: secret)
+                if secret || line == nil { Output.out("\n") }
                 action = flow.next(.line(line))
             case .send(let text, let request):
-                write(text)
+                Output.out(text)
                 action = flow.next(.result(exchange(request)))
             case .meter(let text, let seconds):
-                write(text)
+                Output.out(text)
                 let result = exchange(["cmd": "meter", "seconds": .number(Double(seconds))]) { event in
-                    if event["event"] == "level" { write("\r" + LevelMeter.bar(event, plain: plain)) }
+                    if event["event"] == "level" { Output.out("\r" + LevelMeter.bar(event, plain: plain)) }
                 }
-                write("\n")
+                Output.out("\n")
                 action = flow.next(.result(result))
             case .finish(let text, let code):
-                write(text)
+                Output.out(text)
                 exit(code)
             }
         }
     }
 
-    private static func write(_ text: String) {
-        FileHandle.standardOutput.write(Data(text.utf8))
-    }
-
     private static func fail(_ error: SatelliteError, json: Bool) -> Never {
         let result = ControlResult.error(error)
         if json {
-            write(result.json.text + "\n")
+            Output.out(result.json.text + "\n")
         } else {
-            FileHandle.standardError.write(Data("Error: \(error.message)\n".utf8))
+            Output.err("Error: \(error.message)\n")
         }
         exit(result.exitCode)
     }

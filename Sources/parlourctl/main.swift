@@ -1,7 +1,12 @@
 // parlourctl: the satellite's control tool. It parses the command line, sends
 // one request to the daemon over the control socket, prints the one result and
 // exits with INTERFACE.md's code for it.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
 import SatelliteCore
 
 signal(SIGPIPE, SIG_IGN)
@@ -11,8 +16,8 @@ let plain = ResultText.prefersPlain(environment: environment)
 
 func finish(_ command: ControlCommand, _ result: ControlResult, json: Bool) -> Never {
     let text = ResultText.render(command, result, json: json, plain: plain)
-    FileHandle.standardOutput.write(Data(text.out.utf8))
-    FileHandle.standardError.write(Data(text.err.utf8))
+    Output.out(text.out)
+    Output.err(text.err)
     exit(ResultText.exitCode(command, result))
 }
 
@@ -52,16 +57,12 @@ func exchange(_ command: ControlCommand, json: Bool, socket: String, callback: C
     }
     if case .listen(hold: true) = command {
         // Holding: capture runs until our standard input closes, then `end` sends what was heard.
-        let thread = Thread {
-            while let _ = readLine(strippingNewline: false) {}
-            try? client.send(ControlProtocol.encode(.end, id: "2"))
-        }
-        thread.start()
+        client.whenInputEnds = { [unowned client] in try? client.send(ControlProtocol.encode(.end, id: "2")) }
     }
     while let line = client.readLine() {
         guard let value = try? JSONValue.parse(line) else { continue }
         if value["event"] != nil {
-            FileHandle.standardOutput.write(Data(ResultText.event(value, json: json).utf8))
+            Output.out(ResultText.event(value, json: json))
             continue
         }
         guard value["id"] == "1", let result = ControlResult(json: value) else { continue }
@@ -86,7 +87,7 @@ func pinnedServer(socket: String) -> String {
 
 switch ParlourctlCommandLine.parse(Array(CommandLine.arguments.dropFirst())) {
 case .failure(let usage):
-    FileHandle.standardError.write(Data((usage.description + "\n").utf8))
+    Output.err(usage.description + "\n")
     exit(2)
 case .success(let invocation):
     let socket = SatellitePaths.resolve(options: invocation.socket.map { ["socket": $0] } ?? [:], environment: environment).socket
@@ -104,24 +105,31 @@ case .success(let invocation):
     case .pair(let argument, let yes):
         let json = invocation.json
         let text = argument == "-" ? Input.readAll() : argument
+        if argument != "-" {
+            Output.err("Note: the link, and the token in it, is now in this shell's history and, while "
+                + "parlourctl runs, in the process list. Next time run parlourctl pair - and paste the link on standard input.\n")
+        }
         let command = ControlCommand.pair(link: text)
         let pairing = { (key: String?) in ControlCommand.pair(link: text, key: key) }
         switch PairingLink.parse(text) {
         case .failure(let refusal):
             finish(command, .error(refusal), json: json)
         case .success(let link):
+            // The name and address come from whoever made the link: shown escaped, the address alone on its line.
+            let origin = ServerAddress(link.url)?.origin ?? link.url
             if !yes {
-                switch Input.confirm("Pair with \(link.name) at \(link.url)? Everything said here would go there. [y/N] ") {
+                switch Input.confirm("Pair with \(link.name.shown)?\nAddress: \(origin.shown)\n"
+                    + "Everything said here, and the link's token, would go to that address. [y/N] ") {
                 case true?: break
                 case false?:
                     finish(command, .failure(.invalidRequest, "Not paired: the pairing was not confirmed. Nothing was changed."), json: json)
                 case nil:
                     finish(command, .failure(.invalidRequest,
-                        "The link is for \(link.name) at \(link.url), but there is no terminal to confirm on, so nothing was changed. "
+                        "The link is for \(link.name) at \(origin), but there is no terminal to confirm on, so nothing was changed. "
                             + "Check that this is your server and run the same command again with --yes."), json: json)
                 }
             } else if !json {
-                FileHandle.standardError.write(Data("Pairing with \(link.name) at \(link.url) ...\n".utf8))
+                Output.err("Pairing with \(link.name.shown)\nAddress: \(origin.shown)\n")
             }
             runTrusting(pairing, yes: yes, json: json, socket: socket)
         }
@@ -135,7 +143,7 @@ case .success(let invocation):
             let noTerminal = UsageError("Stopping \(name) changes how the house answers, and there is no terminal to ask on. "
                 + "Add --yes to stop it anyway.", helpCommand: "parlourctl server stop")
             guard isatty(0) == 1 else {
-                FileHandle.standardError.write(Data((noTerminal.description + "\n").utf8))
+                Output.err(noTerminal.description + "\n")
                 exit(UsageError.exitCode)
             }
             switch Input.confirm("Stop \(name) on \(pinnedServer(socket: socket))? \(Input.stopping(name)) [y/N] ") {
@@ -143,10 +151,10 @@ case .success(let invocation):
             case false?:
                 let declined = ControlResult.cancelled(.cancelledByUser)
                 if invocation.json { finish(command, declined, json: true) }
-                FileHandle.standardError.write(Data("Not stopped: \(name) was left as it is.\n".utf8))
+                Output.err("Not stopped: \(name) was left as it is.\n")
                 exit(declined.exitCode)
             case nil:
-                FileHandle.standardError.write(Data((noTerminal.description + "\n").utf8))
+                Output.err(noTerminal.description + "\n")
                 exit(UsageError.exitCode)
             }
         }

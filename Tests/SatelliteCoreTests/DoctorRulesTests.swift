@@ -125,23 +125,27 @@ struct DoctorRulesTests {
         #expect(check.status == (warns ? .warn : .ok))
     }
 
-    static let stateToken = TokenSource.file(path: "/var/lib/parlour-satellite/token", origin: "the state folder")
-    static let credential = TokenSource.file(path: "/run/credentials/parlour-satellite.service/token", origin: "the systemd credential")
+    static let stateToken = TokenSource.file(path: "/var/lib/parlour-satellite/token", kind: .state)
+    static let credential = TokenSource.file(path: "/run/credentials/parlour-satellite.service/token", kind: .credential)
 
-    @Test("the token: missing or refused fails with the pair fix, unless systemd's credential would win over pairing")
+    @Test("the token: missing or refused fails with the pair fix, unless the server's token is systemd's credential")
     func token() {
-        let none = DoctorRules.token(source: nil, .noServer, url: nil)
-        #expect(none.status == .fail && none.fix == DoctorRules.pairFix)
+        let missing = DoctorRules.token(source: nil, .noServer, url: nil)
+        #expect(missing.status == .fail && missing.fix == DoctorRules.pairFix)
         #expect(DoctorRules.token(source: Self.stateToken, .noServer, url: nil).status == .warn)
         let accepted = DoctorRules.token(source: Self.stateToken, .accepted, url: "http://den.local:8765")
         #expect(accepted == DoctorCheck(.token, .ok,
-            "The token (from /var/lib/parlour-satellite/token (the state folder)) opens http://den.local:8765: /v1/models took it."))
+            "The token (from /var/lib/parlour-satellite/token (the state folder)) goes to http://den.local:8765 alone, and /v1/models took it."))
         let refused = DoctorRules.token(source: Self.stateToken, .refused, url: "http://den.local:8765")
         #expect(refused.status == .fail && refused.fix == "parlourctl pair LINK   # run parlour pair on the server for the link")
         #expect(refused.detail == "http://den.local:8765 refused the token (from /var/lib/parlour-satellite/token (the state folder)).")
         let credential = DoctorRules.token(source: Self.credential, .refused, url: "http://den.local:8765")
-        #expect(credential.fix == "systemctl cat parlour-satellite | grep LoadCredential   # the token file it names wins over "
-            + "pairing: put the right token there, then sudo systemctl restart parlour-satellite")
+        #expect(credential.fix == "systemctl cat parlour-satellite | grep LoadCredential   # this server's token comes from the file "
+            + "it names: put the right token there, then sudo systemctl restart parlour-satellite (or pair, which gives it the link's token)")
+        let none = DoctorRules.token(source: nil, .noneForServer, url: "http://attic.local:8765")
+        #expect(none.status == .fail && none.detail.hasPrefix("http://attic.local:8765 was pinned with parlourctl use away from"))
+        let unusable = DoctorRules.token(source: Self.stateToken, .unusable("The token from x cannot be a bearer token."), url: "http://den.local:8765")
+        #expect(unusable.status == .fail && unusable.detail == "The token from x cannot be a bearer token.")
         let down = DoctorRules.token(source: .environment(name: "PARLOUR_TOKEN"), .unchecked("the server does not answer /health."),
                                      url: "http://den.local:8765")
         #expect(down.status == .warn)

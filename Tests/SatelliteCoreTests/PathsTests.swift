@@ -62,8 +62,8 @@ struct PathsTests {
     func tokenOrder() {
         #expect(SatellitePaths.tokenCandidates(stateDirectory: "/var/lib/parlour-satellite",
                                                environment: ["CREDENTIALS_DIRECTORY": "/run/credentials/x"]) == [
-            .file(path: "/run/credentials/x/token", origin: "the systemd credential"),
-            .file(path: "/var/lib/parlour-satellite/token", origin: "the state folder"),
+            .file(path: "/run/credentials/x/token", kind: .credential),
+            .file(path: "/var/lib/parlour-satellite/token", kind: .state),
             .environment(name: "PARLOUR_TOKEN"),
         ])
     }
@@ -71,7 +71,7 @@ struct PathsTests {
     @Test("without systemd credentials, the state folder comes first")
     func tokenWithoutCredentials() {
         let sources = SatellitePaths.tokenCandidates(stateDirectory: "/tmp/s/", environment: [:])
-        #expect(sources == [.file(path: "/tmp/s/token", origin: "the state folder"), .environment(name: "PARLOUR_TOKEN")])
+        #expect(sources == [.file(path: "/tmp/s/token", kind: .state), .environment(name: "PARLOUR_TOKEN")])
         #expect(sources.map(\.description) == ["/tmp/s/token (the state folder)", "$PARLOUR_TOKEN"])
     }
 

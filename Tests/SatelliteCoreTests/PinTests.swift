@@ -14,7 +14,7 @@ struct PinTests {
     func written() {
         let pin = Pin(url: "http://den.local:8765", name: "Parlour on den", how: .paired, pinnedAt: Self.may1)
         #expect(String(decoding: pin.fileData, as: UTF8.self)
-            == #"{"how":"paired","name":"Parlour on den","pinnedAt":"2024-05-01T12:00:00Z","url":"http://den.local:8765"}"# + "\n")
+            == #"{"how":"paired","name":"Parlour on den","pinnedAt":"2024-05-01T12:00:00Z","tokenSource":"state","url":"http://den.local:8765"}"# + "\n")
     }
 
     @Test("every kind of stored pin reads back as it was written", arguments: [PinHow.paired, .manual, .discovered])
@@ -43,6 +43,8 @@ struct PinTests {
         (#"{"url":"http://den","name":"Den","how":"configured","pinnedAt":"2024-05-01T12:00:00Z"}"#, "\"how\" should be"),
         (#"{"url":"http://den","name":"Den","how":"paired"}"#, "\"pinnedAt\" is missing"),
         (#"{"url":"http://den","name":"Den","how":"paired","pinnedAt":"yesterday"}"#, "\"pinnedAt\" is not an ISO 8601"),
+        (#"{"url":"http://den","name":"Den","how":"paired","pinnedAt":"2024-05-01T12:00:00Z","tokenSource":"file"}"#, "\"tokenSource\" should be"),
+        (#"{"url":"http://me:pw@den","name":"Den","how":"manual","pinnedAt":"2024-05-01T12:00:00Z"}"#, "\"url\" is not an http or https"),
     ])
     func broken(text: String, problem: String) {
         do {
@@ -54,5 +56,16 @@ struct PinTests {
             #expect(error.description.hasPrefix("The pinned server in /var/lib/parlour-satellite/pin.json cannot be read: "))
             #expect(error.description.contains("parlourctl unpin"))
         }
+    }
+
+    @Test("tokenSource names the token's place or none; a pin.json from before it has the state folder's", arguments: [
+        (#","tokenSource":"credential""#, TokenKind?.some(.credential)), (#","tokenSource":"environment""#, .environment),
+        (#","tokenSource":"state""#, .state), (#","tokenSource":null"#, nil), ("", .state),
+    ])
+    func tokenSource(field: String, kind: TokenKind?) throws {
+        let pin = try decode(#"{"url":"http://den.local","name":"Den","how":"manual","pinnedAt":"2024-05-01T12:00:00Z""# + field + "}")
+        #expect(pin.tokenSource == kind)
+        #expect(try Pin.decode(pin.fileData, file: "pin.json") == pin)
+        #expect(!String(decoding: pin.fileData, as: UTF8.self).contains("token\":"), "the place, never a token")
     }
 }

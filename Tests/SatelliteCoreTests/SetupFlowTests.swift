@@ -180,6 +180,26 @@ struct SetupFlowTests {
         #expect(!walk.printed.contains("tok-"))
     }
 
+    @Test("use on another server than the token's pins it without one: setup asks for its token, then checks again")
+    func tokenLeftBehind() {
+        var walk = Walk(status: Self.fresh)
+        walk.type("2")
+        walk.answer(.completed(["servers": [["name": "Parlour on attic", "url": "http://attic.local:8765"]]]))
+        walk.type("1")
+        #expect(walk.request == ["cmd": "use", "url": "http://attic.local:8765"])
+        walk.answer(.completed(["server": ["url": "http://attic.local:8765", "name": "Parlour on attic", "how": "manual",
+                                           "tokenSource": .null], "tokenLeftBehind": true]))
+        #expect(walk.text.hasPrefix("Parlour on attic answers, and asks for a token this satellite does not have yet.\n"))
+        walk.type("tok-789")
+        #expect(walk.request == ["cmd": "token set", "token": "tok-789"])
+        walk.answer(.completed(["stored": true]))
+        #expect(walk.request == ["cmd": "use", "url": "http://attic.local:8765"])
+        walk.answer(.completed(["server": ["url": "http://attic.local:8765", "name": "Parlour on attic", "how": "manual",
+                                           "tokenSource": "state"], "tokenLeftBehind": false]))
+        #expect(walk.text.hasPrefix("Paired with Parlour on attic at http://attic.local:8765 (manual).\n"))
+        #expect(!walk.printed.contains("tok-"))
+    }
+
     @Test("by hand: an address is checked here, and the server there and then")
     func byHand() {
         var walk = Walk(status: Self.fresh)

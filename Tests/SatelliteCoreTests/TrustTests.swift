@@ -1,164 +1,146 @@
-// The pure parts of "the token reaches the pinned server only": where a redirect
-// points (shown as an origin only), what pairing does with an https key, and the
-// key's place in pin.json.
+// The pure checks that keep the token with its server and what the eye is
+// shown honest: the bearer token's character set, URLs with a user or
+// password, the origin a request would go to, and the escaping of text that
+// came from a link, Bonjour or a server.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Testing
 @testable import SatelliteCore
 
-@Suite("redirects, https keys and the pin")
+@Suite("trust: tokens, origins and what is shown")
 struct TrustTests {
-    static let base = "http://den.local:8765/v1/models?x=1"
-
-    @Test("a Location is shown as scheme://host:port only", arguments: [
-        ("http://evil.example:9000/steal?token=abc", "http://evil.example:9000"),
-        ("https://evil.example/x", "https://evil.example:443"),
-        ("HTTP://Evil.Example/x", "http://evil.example:80"),
-        ("http://user:secret@evil.example:81/", "http://evil.example:81"),
-        ("http://[2001:db8::9]:8080/listen", "http://[2001:db8::9]:8080"),
-        ("ws://10.0.0.9/listen", "ws://10.0.0.9:80"),
-        ("//evil.example:7/p", "http://evil.example:7"),
-        ("/elsewhere?token=abc", "http://den.local:8765"),
-        ("elsewhere", "http://den.local:8765"),
-        ("gopher://evil.example/x", "gopher://evil.example"),
-        ("http://evil\u{1B}[2J.example/", "an address that cannot be shown"),
-        ("http://evil.example\nX-Forged: 1/", "an address that cannot be shown"),
-        ("http://evil.example:99999/", "an address that cannot be shown"),
-        ("ht\u{202E}tp://evil/", "an address that cannot be shown"),
-        ("", "no Location given"),
+    @Test("bearer tokens are RFC 6750's b64token", arguments: [
+        "abc", "A-Z_a.z~0+9/", "dGVzdA==", "x=", "0123456789abcdef0123456789abcdef",
     ])
-    func origin(location: String, shown: String) {
-        #expect(Redirect.origin(location: location, base: Self.base) == shown)
+    func validTokens(token: String) {
+        #expect(BearerToken.isValid(token))
+        #expect(BearerToken.problem(token, source: "x") == nil)
     }
 
-    @Test("a redirect is server_refused naming the status and origin, never the path or query")
-    func refusal() {
-        let error = Redirect.refusal(status: 307, location: "http://evil.example:9/listen?token=abc", base: Self.base, route: "/listen")
-        #expect(error.code == .serverRefused)
-        #expect(error.message.hasPrefix("The server answered /listen with a redirect (status 307) to http://evil.example:9, which the satellite never follows"))
-        #expect(!error.message.contains("token=abc") && !error.message.contains("evil.example:9/"))
-        let bare = Redirect.refusal(status: 302, location: nil, base: Self.base, route: "/health")
-        #expect(bare.message.hasPrefix("The server answered /health with a redirect (status 302), which"))
-    }
-
-    static let a = "sha256/" + Data(repeating: 1, count: 32).base64EncodedString()
-    static let b = "sha256/" + Data(repeating: 2, count: 32).base64EncodedString()
-
-    @Test("pairing pins a vouched-for or confirmed key, asks about an unknown one, and refuses a key other than the one confirmed",
-          arguments: [
-        (a, true, nil, ServerKey.Decision.pin(a)),
-        (a, false, nil, .ask(a)),
-        (a, false, a, .pin(a)),
-        (a, true, a, .pin(a)),
-        (b, false, a, .changed(shown: b, confirmed: a)),
-        (b, true, a, .changed(shown: b, confirmed: a)),
-    ] as [(String, Bool, String?, ServerKey.Decision)])
-    func decide(shown: String, verified: Bool, confirmed: String?, decision: ServerKey.Decision) {
-        #expect(ServerKey.decide(shown: shown, verified: verified, confirmed: confirmed) == decision)
-    }
-
-    @Test("a key is sha256/ and the base64 of 32 bytes; curl takes it as sha256//", arguments: [
-        (a, true), ("sha256/" + Data(repeating: 1, count: 31).base64EncodedString(), false), ("sha1/" + a.dropFirst(7), false),
-        ("sha256/not base64!", false), ("", false),
+    @Test("anything else is refused, naming the source and what is wrong, never the token", arguments: [
+        ("", "it is empty"), ("abc\r\nX-Evil: 1", "line break"), ("abc\ndef", "line break"), ("ab cd", "space"),
+        ("ab\tcd", "space"), ("ab\u{7}cd", "control character"), ("abcé", "outside ASCII"), ("=abc", "starts with ="),
+        ("ab=cd", "= only at its end"), ("ab\"cd", "other than letters"), ("ab,cd", "other than letters"),
+        ("ab;cd", "other than letters"),
     ])
-    func keyForm(key: String, valid: Bool) {
-        #expect(ServerKey.isValid(key) == valid)
-        if valid { #expect(ServerKey.curlPin(key) == "sha256//" + key.dropFirst(7)) }
+    func invalidTokens(token: String, why: String) throws {
+        #expect(!BearerToken.isValid(token))
+        let problem = try #require(BearerToken.problem(token, source: "/run/credentials/x/token (the systemd credential)"))
+        #expect(problem.contains("/run/credentials/x/token (the systemd credential)"))
+        #expect(problem.contains(why), "\(problem)")
+        #expect(problem.contains("Nothing was sent"))
+        if token.count > 2 { #expect(!problem.contains(token)) }
     }
 
-    @Test("the question carries the key and says nothing was sent; the refusal names both keys")
-    func texts() {
-        let asked = ServerKey.unconfirmed(Self.a, url: "https://den.local:8443")
-        #expect(asked.code == .serverKeyUnconfirmed && asked.serverKey == Self.a && asked.message.contains(Self.a))
-        #expect(ControlResult.error(asked).json["key"] == .string(Self.a))
-        #expect(ControlResult(json: ControlResult.error(asked).json) == .error(asked))
-        let changed = ServerKey.changed(url: "https://den.local:8443", shown: Self.b, pinned: Self.a)
-        #expect(changed.code == .serverKeyChanged && changed.message.contains(Self.a) && changed.message.contains(Self.b))
+    @Test("a pairing link whose token is not a bearer token is refused, without quoting it")
+    func linkToken() throws {
+        let result = PairingLink.parse("parlour://pair?url=http%3A%2F%2Fden.local%3A8765&token=s3cret%0D%0AHost%3A%20evil")
+        guard case .failure(let error) = result else { Issue.record("accepted"); return }
+        #expect(error.code == .invalidLink)
+        #expect(error.message.contains("the pairing link") && error.message.contains("line break"))
+        #expect(!error.message.contains("s3cret") && !error.message.contains("evil"))
     }
 
-    @Test("pin.json keeps the key, reads it back, and refuses one that is not a key")
-    func pinKey() throws {
-        let pin = Pin(url: "https://den.local:8443", name: "Den", how: .paired, pinnedAt: Date(timeIntervalSince1970: 1_714_564_800), key: Self.a)
-        #expect(String(decoding: pin.fileData, as: UTF8.self).contains(#""key":"\#(Self.a)""#))
-        #expect(try Pin.decode(pin.fileData, file: "pin.json") == pin)
-        let plain = Pin(url: "http://den.local:8765", name: "Den", how: .manual, pinnedAt: pin.pinnedAt)
-        #expect(!String(decoding: plain.fileData, as: UTF8.self).contains("key"))
-        let bad = #"{"url":"https://den.local","name":"Den","how":"paired","pinnedAt":"2024-05-01T12:00:00Z","key":"md5/x"}"#
-        #expect(throws: PinFileError.self) { try Pin.decode(Data(bad.utf8), file: "pin.json") }
+    @Test("a URL with a user or password is refused by links, addresses and pins, and never quoted back", arguments: [
+        "http://me:hunter2@den.local:8765", "http://me@den.local", "https://:hunter2@den.local", "http://a@b@den.local",
+    ])
+    func userInfo(url: String) throws {
+        #expect(ServerAddress(url) == nil)
+        let problem = try #require(ServerAddress.problem(url))
+        #expect(problem.contains("user name or password"))
+        #expect(!problem.contains("hunter2") && !problem.contains("me@"))
+        let link = "parlour://pair?token=abc&url=" + url.replacing(":", with: "%3A").replacing("/", with: "%2F").replacing("@", with: "%40")
+        guard case .failure(let error) = PairingLink.parse(link) else { Issue.record("link accepted"); return }
+        #expect(error.message.contains("user name or password") && !error.message.contains("hunter2"))
     }
 
-    @Test("pair and use carry a confirmed key on the control socket, and refuse one that is not a key")
-    func commands() throws {
-        let use = ControlCommand.use(url: "https://den.local:8443", key: Self.a)
-        #expect(use.arguments["key"] == .string(Self.a))
-        #expect(ControlCommand.decode(name: "use", fields: ["url": "https://den.local:8443", "key": .string(Self.a)]) == .success(use))
-        #expect(ControlCommand.decode(name: "use", fields: ["url": "https://den.local:8443"]) == .success(.use(url: "https://den.local:8443")))
-        guard case .failure(let refusal) = ControlCommand.decode(name: "pair", fields: ["link": "parlour://pair?x", "key": "nope"]) else {
-            Issue.record("a bad key was taken")
-            return
-        }
-        #expect(refusal.code == .invalidRequest)
-    }
-}
-
-@Suite("where the pinned server is reached, and when it is followed")
-struct PinMovesTests {
-    static let base: Pin = {
-        var pin = Pin(url: "http://house.local:8765", name: "House", how: .discovered, pinnedAt: Date(timeIntervalSince1970: 0))
-        pin.addresses = ["198.51.100.2"]
-        pin.instance = "Parlour on house"
-        return pin
-    }()
-
-    static func announced(instance: String = "Parlour on house", port: Int = 8765, _ addresses: [String]) -> [PinMoves.Announcement] {
-        [PinMoves.Announcement(instance: instance, port: port, addresses: addresses)]
+    @Test("the origin is scheme://host:port, always with the port, IPv6 in brackets", arguments: [
+        ("http://den.local:8765", "http://den.local:8765"), ("http://den.local", "http://den.local:80"),
+        ("HTTPS://Den.Local/x?y", "https://Den.Local:443"), ("http://[fe80::1]:8765/", "http://[fe80::1]:8765"),
+    ])
+    func origin(url: String, origin: String) throws {
+        #expect(try #require(ServerAddress(url)).origin == origin)
     }
 
-    @Test("the addresses pinned: none for an address host, no link-local, no repeats")
-    func pinnable() {
-        #expect(PinMoves.pinnable(host: "198.51.100.2", resolved: ["198.51.100.2"]) == [])
-        #expect(PinMoves.pinnable(host: "2001:db8::1", resolved: ["2001:db8::1"]) == [])
-        #expect(PinMoves.pinnable(host: "den.local", resolved: ["10.0.0.2", "fe80::1%eth0", "2001:db8::2", "10.0.0.2", "junk"])
-            == ["10.0.0.2", "2001:db8::2"])
-        #expect(PinMoves.resolveEntry(host: "den.local", port: 8765, addresses: ["10.0.0.2", "2001:db8::2"])
-            == "den.local:8765:10.0.0.2,[2001:db8::2]")
-        #expect(PinMoves.resolveEntry(host: "den.local", port: 8765, addresses: []) == nil)
+    @Test("the same origin is the same scheme, host and port", arguments: [
+        ("http://den.local:8765", "http://DEN.local.:8765/", true), ("http://den.local", "http://den.local:80", true),
+        ("http://den.local:8765", "https://den.local:8765", false), ("http://den.local:8765", "http://den.local:8766", false),
+        ("http://den.local:8765", "http://attic.local:8765", false), ("https://den.local", "https://den.local:443", true),
+    ])
+    func sameOrigin(a: String, b: String, same: Bool) throws {
+        #expect(try #require(ServerAddress(a)).sameOrigin(as: try #require(ServerAddress(b))) == same)
     }
 
-    @Test("a move is followed only from the pinned instance, at its port, to new addresses, while the old is silent", arguments: [
-        (base, false, announced(["198.51.100.4"]), true, PinMoves.Decision.follow(from: ["198.51.100.2"], to: ["198.51.100.4"])),
-        (base, true, announced(["198.51.100.4"]), true, .stay),
-        (base, false, announced(instance: "Somebody else", ["198.51.100.4"]), true, .stay),
-        (base, false, announced(port: 9000, ["198.51.100.4"]), true, .stay),
-        (base, false, announced(["198.51.100.2"]), true, .stay),
-        (base, false, announced(["198.51.100.2", "198.51.100.4"]), true, .stay),
-        (base, false, [], true, .stay),
-        (base, false, announced(["198.51.100.4"]), false,
-         .wait(from: ["198.51.100.2"], to: ["198.51.100.4"], why: "server.followMoves is false")),
-    ] as [(Pin, Bool, [PinMoves.Announcement], Bool, PinMoves.Decision)])
-    func decide(pin: Pin, answers: Bool, announced: [PinMoves.Announcement], follow: Bool, decision: PinMoves.Decision) {
-        #expect(PinMoves.decide(pin, pinnedAnswers: answers, announced: announced, followMoves: follow) == decision)
+    @Test("control and bidi characters are shown escaped; other text stays as it is", arguments: [
+        ("Parlour on den", "Parlour on den"), ("Café – Küche 客厅", "Café – Küche 客厅"),
+        ("den\nWarning: forged", "den\\u{A}Warning: forged"), ("a\rb", "a\\u{D}b"), ("\u{1B}[31mred", "\\u{1B}[31mred"),
+        ("evil\u{202E}lmth.exe", "evil\\u{202E}lmth.exe"), ("x\u{2066}y\u{2069}", "x\\u{2066}y\\u{2069}"),
+        ("\u{200F}rtl", "\\u{200F}rtl"), ("a\u{85}b", "a\\u{85}b"), ("a\u{2028}b", "a\\u{2028}b"), ("tab\there", "tab\\u{9}here"),
+        ("del\u{7F}", "del\\u{7F}"),
+    ])
+    func escaping(text: String, shown: String) {
+        #expect(DisplayText.escaped(text) == shown)
+        #expect(text.shown == shown)
     }
 
-    @Test("https follows only with a pinned key; a pin without addresses or instance never moves")
-    func httpsAndBare() {
-        var https = Self.base
-        https.url = "https://house.local:8765"
-        #expect(PinMoves.decide(https, pinnedAnswers: false, announced: Self.announced(["198.51.100.4"]), followMoves: true)
-            == .wait(from: ["198.51.100.2"], to: ["198.51.100.4"], why: "no key is pinned for this https server"))
-        https.key = TrustTests.a
-        #expect(PinMoves.decide(https, pinnedAnswers: false, announced: Self.announced(["198.51.100.4"]), followMoves: true)
-            == .follow(from: ["198.51.100.2"], to: ["198.51.100.4"]))
-        var bare = Self.base
-        bare.instance = nil
-        #expect(PinMoves.decide(bare, pinnedAnswers: false, announced: Self.announced(["198.51.100.4"]), followMoves: true) == .stay)
+    @Test("servers, status and errors show a server's or Bonjour's words escaped, each on its own line")
+    func shownInResults() {
+        let evil = "den\n* attic  http://attic.local:8765  (pinned)\u{1B}[2K"
+        let list: JSONValue = ["servers": [["name": .string(evil), "url": "http://den.local:8765", "host": "den.local", "port": 8765,
+                                            "addresses": ["10.0.0.2\u{202E}"], "txt": ["role": "ser\nver"], "pinned": false]]]
+        let servers = ResultText.render(.servers, .completed(list), json: false).out
+        #expect(!servers.contains("\u{1B}") && !servers.contains("\u{202E}"))
+        #expect(servers.split(separator: "\n").count == 3, "one line for the server, its addresses and its TXT: \(servers)")
+        let status: JSONValue = ["state": "idle", "name": "kitchen", "room": "", "server":
+            ["url": "http://den.local:8765", "name": .string(evil), "how": "paired", "reachable": true, "tokenAccepted": true,
+             "tokenSource": "state"]]
+        let shown = ResultText.render(.status, .completed(status), json: false).out
+        #expect(!shown.contains("\u{1B}") && shown.contains("den\\u{A}* attic"))
+        #expect(shown.contains("\nAddress:    http://den.local:8765\n"), "the origin on a line of its own")
+        #expect(shown.contains("Token:      the one in the state folder, sent to this server alone"))
+        let error = ResultText.render(.ask(text: "x"), .failure(.serverRefused, "The server said: no\r\nError: forged"), json: false).err
+        #expect(error == "Error: The server said: no\\u{D}\\u{A}Error: forged\n")
     }
 
-    @Test("pin.json keeps the addresses and the instance, and refuses addresses that are not addresses")
-    func codec() throws {
-        let text = String(decoding: Self.base.fileData, as: UTF8.self)
-        #expect(text.contains(#""addresses":["198.51.100.2"]"#) && text.contains(#""instance":"Parlour on house""#))
-        #expect(try Pin.decode(Self.base.fileData, file: "pin.json") == Self.base)
-        let bad = #"{"url":"http://house.local","name":"H","how":"manual","pinnedAt":"2024-05-01T12:00:00Z","addresses":["evil.example"]}"#
-        #expect(throws: PinFileError.self) { try Pin.decode(Data(bad.utf8), file: "pin.json") }
+    @Test("use away from the token's server says the token stayed behind, with the address on its own line")
+    func useLeavesTheToken() {
+        let result: JSONValue = ["server": ["url": "http://attic.local:8765", "name": "attic.local", "how": "manual",
+                                            "pinnedAt": "2024-05-01T12:00:00Z", "tokenSource": .null], "tokenLeftBehind": true]
+        let text = ResultText.render(.use(url: "http://attic.local:8765"), .completed(result), json: false).out
+        #expect(text.contains("gets none until parlourctl pair LINK or parlourctl token set"))
+        #expect(text.hasSuffix("\nAddress: http://attic.local:8765\n"))
+    }
+
+    @Test("a newcomer over a cap takes the place of the oldest idle connection, else is turned away")
+    func admission() {
+        let limits = ControlLimits(total: 4, perUID: 2)
+        func holder(_ id: Int, _ uid: UInt32, idle: Bool) -> ControlAdmission.Holder { .init(id: id, uid: uid, idle: idle) }
+        #expect(ControlAdmission.decide(newcomer: 1, holders: [holder(1, 1, idle: true)], limits: limits) == .admit)
+        // Per uid: the oldest idle one of that uid makes room.
+        guard case .admitEvicting(let id, let message) = ControlAdmission.decide(
+            newcomer: 1, holders: [holder(1, 1, idle: false), holder(2, 1, idle: true)], limits: limits)
+        else { Issue.record("not evicting"); return }
+        #expect(id == 2 && message.contains("uid 1") && message.contains("2 connections"))
+        // Per uid, every one busy: the newcomer is refused.
+        guard case .refuse = ControlAdmission.decide(newcomer: 1, holders: [holder(1, 1, idle: false), holder(2, 1, idle: false)],
+                                                    limits: limits)
+        else { Issue.record("not refused"); return }
+        // Another uid is not held back by the first one's cap.
+        #expect(ControlAdmission.decide(newcomer: 2, holders: [holder(1, 1, idle: false), holder(2, 1, idle: true)],
+                                        limits: limits) == .admit)
+        // In all: room is made on the uid with the most idle places, never on another's busy one.
+        let full = [holder(1, 2, idle: false), holder(2, 3, idle: true), holder(3, 1, idle: true), holder(4, 1, idle: true)]
+        guard case .admitEvicting(let evicted, _) = ControlAdmission.decide(newcomer: 5, holders: full, limits: ControlLimits(total: 4, perUID: 4))
+        else { Issue.record("not evicting in all"); return }
+        #expect(evicted == 3)
+        let busy = full.map { holder($0.id, $0.uid!, idle: false) }
+        guard case .refuse(let why) = ControlAdmission.decide(newcomer: 5, holders: busy, limits: ControlLimits(total: 4, perUID: 4))
+        else { Issue.record("not refused in all"); return }
+        #expect(why.contains("4 control connections"))
+        #expect(ControlAdmission.idleMessage(ControlLimits(idle: .milliseconds(250))).contains("within 250 ms"))
+        #expect(ControlAdmission.idleMessage(ControlLimits()).contains("within 10 s"))
     }
 }

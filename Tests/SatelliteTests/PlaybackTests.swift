@@ -112,13 +112,13 @@ struct PlaybackTests {
     }
 
     @Test("the device notices a cancel at the next period", .timeLimit(.minutes(1)))
-    func deviceChecksEveryPeriod() throws {
+    func deviceChecksEveryPeriod() async throws {
         let alsa = try ALSAFixture.shared()
         let speaker = try ALSAPlaybackDevice.open(device: alsa.speaker(file: alsa.path("played.raw")), rate: 24000, channels: 1)
         defer { speaker.close() }
         #expect(speaker.periodFrames == 480)
         let checks = Atomic<Int>(0)
-        let outcome = try speaker.play(tone(hz: 440, rate: 24000, channels: 1, seconds: 5)) {
+        let outcome = try await speaker.play(tone(hz: 440, rate: 24000, channels: 1, seconds: 5)) {
             checks.add(1, ordering: .relaxed).newValue > 20
         }
         #expect(outcome.ending == .cancelled)

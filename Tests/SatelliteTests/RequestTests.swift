@@ -71,6 +71,32 @@ struct RequestTests {
         await daemon.stop()
     }
 
+    @Test("parlourctl listen --hold ends the capture when its standard input closes")
+    func holdUntilInputCloses() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let audio: JSONValue = ["input": "testmic", "output": "testspeaker", "maxUtteranceMs": 10000]
+        let daemon = try await DaemonHarness.start(config: config(server, audio), token: server.token,
+                                                   mic: try await Speech.raw("play some jazz", after: 20))
+        let watcher = try SocketClient(path: daemon.socket)
+        await watcher.watch()
+        // Standard input closes once the satellite listens; parlourctl then sends end.
+        let done = try await daemon.ctl("--json", "listen", "--hold") { _ = await watcher.state("listening") }
+        // What little was heard before letting go is sent; whether the server made words of
+        // it depends on how much of the speech came in first, so either result is fine, and
+        // parlourctl exits with its code.
+        let result = try JSONValue.parse(done.out)
+        let status = result["status"]?.stringValue
+        #expect(status == "completed" || result["reason"] == "nothing_heard", "\(done.out) \(done.err)")
+        #expect(done.status == (status == "completed" ? 0 : 3))
+        let posted = try await server.requests().filter { $0["path"] == "/voice" }
+        #expect(posted.count == 1)
+        // Ended by the caller letting go, far short of the 10 s limit it would otherwise run to.
+        let heldMs = posted.last?["audioMs"]?.numberValue ?? 0
+        #expect(heldMs < 5000, "held for \(heldMs) ms")
+        await daemon.stop()
+    }
+
     @Test("a missing microphone is microphone_unavailable with its name, and the daemon answers")
     func missingMicrophone() async throws {
         let server = try await TestServer.start()

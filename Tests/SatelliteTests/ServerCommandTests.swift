@@ -297,7 +297,7 @@ struct ServerCommandTests {
         #expect(await daemon.stop() == 0)
     }
 
-    @Test("the token goes to the pinned server only, in the header, and follows a new pin")
+    @Test("the token goes to the pinned server only, in the header; a pin elsewhere gets it only from token set")
     func tokenOnlyToPinned() async throws {
         let token = "shared-\(UUID().uuidString)"
         let first = try await TestServer.start(token: token)
@@ -314,7 +314,15 @@ struct ServerCommandTests {
         #expect(firstAdmin.count == 3)
 
         #expect(try await daemon.ctl("use", second.url).status == 0)
+        // Another origin: the token stayed behind, and the second server was asked /health alone, with nothing.
+        #expect(try await second.requests().first?["path"] == "/health")
+        #expect(try await second.requests().allSatisfy { $0["credential"] == .null })
+        let unauthorised = try await daemon.ctl("server", "status")
+        #expect(unauthorised.status == 1 && !unauthorised.err.contains(token))
+        #expect(try await second.requests().allSatisfy { $0["credential"] == .null })
+        #expect(try await daemon.ctl("token", "set", input: token + "\n").status == 0)
         try await first.reset()
+        try await second.reset()
         outputs.append(try await daemon.ctl("--json", "server", "status"))
         outputs.append(try await daemon.ctl("server", "restart", "llm"))
         #expect(try await Self.adminRequests(first).isEmpty)

@@ -51,7 +51,7 @@ struct ServerPinTests {
         let bus = EventBus()
         let events = bus.subscribe()
         let pin = ServerPin(stateDirectory: state.path, configuredURL: "", bus: bus, now: { Self.may1 })
-        let made = try await pin.pin(url: " http://den.local:8765 ", name: "Parlour on den", how: .paired)
+        let made = try await pin.pin(url: " http://den.local:8765 ", name: "Parlour on den", how: .paired, tokenSource: .state)
         #expect(made == Pin(url: "http://den.local:8765", name: "Parlour on den", how: .paired,
                             pinnedAt: Date(timeIntervalSince1970: 1_714_564_800)))
         #expect(await pin.current() == made)
@@ -71,8 +71,8 @@ struct ServerPinTests {
     func nameAndURL() async throws {
         let state = StateFolder()
         let pin = ServerPin(stateDirectory: state.path, configuredURL: nil, bus: EventBus())
-        #expect(try await pin.pin(url: "http://[fe80::1]:8765", name: " ", how: .manual).name == "fe80::1")
-        await #expect(throws: SatelliteError.self) { try await pin.pin(url: "den.local:8765", name: "Den", how: .manual) }
+        #expect(try await pin.pin(url: "http://[fe80::1]:8765", name: " ", how: .manual, tokenSource: .state).name == "fe80::1")
+        await #expect(throws: SatelliteError.self) { try await pin.pin(url: "den.local:8765", name: "Den", how: .manual, tokenSource: .state) }
         #expect(await pin.current()?.url == "http://[fe80::1]:8765")
     }
 
@@ -84,7 +84,7 @@ struct ServerPinTests {
         let pin = ServerPin(stateDirectory: state.path, configuredURL: "http://den.local:8765", bus: EventBus())
         #expect(await pin.current()?.url == "http://den.local:8765")
         #expect(await pin.current()?.how == .configured)
-        await #expect(throws: SatelliteError.self) { try await pin.pin(url: "http://x.local", name: "X", how: .paired) }
+        await #expect(throws: SatelliteError.self) { try await pin.pin(url: "http://x.local", name: "X", how: .paired, tokenSource: .state) }
         #expect(state.read(state.pinFile)?.contains("attic") == true)
     }
 
@@ -92,12 +92,12 @@ struct ServerPinTests {
     func discoveryDoesNotReplace() async throws {
         let state = StateFolder()
         let pin = ServerPin(stateDirectory: state.path, configuredURL: nil, bus: EventBus())
-        try await pin.pin(url: "http://den.local:8765", name: "Den", how: .manual)
+        try await pin.pin(url: "http://den.local:8765", name: "Den", how: .manual, tokenSource: .state)
         await #expect(throws: SatelliteError.self) {
-            try await pin.pin(url: "http://attic.local:8765", name: "Attic", how: .discovered)
+            try await pin.pin(url: "http://attic.local:8765", name: "Attic", how: .discovered, tokenSource: .state)
         }
         #expect(await pin.current()?.url == "http://den.local:8765")
-        try await pin.pin(url: "http://attic.local:8765", name: "Attic", how: .paired)
+        try await pin.pin(url: "http://attic.local:8765", name: "Attic", how: .paired, tokenSource: .state)
         #expect(await pin.current()?.url == "http://attic.local:8765")
     }
 
@@ -106,7 +106,7 @@ struct ServerPinTests {
         let state = StateFolder()
         let bus = EventBus()
         let pin = ServerPin(stateDirectory: state.path, configuredURL: nil, bus: bus)
-        let made = try await pin.pin(url: "http://den.local:8765", name: "Den", how: .discovered)
+        let made = try await pin.pin(url: "http://den.local:8765", name: "Den", how: .discovered, tokenSource: .state)
         let events = bus.subscribe()
         #expect(try await pin.unpin() == made)
         #expect(await pin.current() == nil)
@@ -143,7 +143,7 @@ struct ServerPinTests {
         #expect(state.read(state.tokenFile) == "s3cret-token\n")
         #expect(state.mode(state.tokenFile) == 0o600)
         #expect(state.mode(state.path) & 0o077 == 0)
-        #expect(TokenStore(stateDirectory: state.path, environment: [:]).read() == "s3cret-token")
+        #expect(try TokenStore(stateDirectory: state.path, environment: [:]).read(.state) == "s3cret-token")
 
         try TokenFile.write("other", stateDirectory: state.path)
         #expect(state.read(state.tokenFile) == "other\n")

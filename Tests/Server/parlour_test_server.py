@@ -90,6 +90,9 @@ DEFAULT_KNOBS: dict[str, Any] = {
     "maxUtteranceMs": 15000,
     "leadingSilenceMs": 2500,
     "speakingHoldMs": 250,  # frames after the WAV are ignored this long, or until "spoke"
+    # The hostile part's notebook: log every credential shown, in clear, under "shownCredential"
+    # (so a test can prove the house's token never reached this server).
+    "recordCredentials": False,
     # HTTP misbehaviour on token routes.
     "refuseToken": False,
     "delayMs": 0,
@@ -878,6 +881,7 @@ class TestServer:
             "query": redacted_query(request),
             "tokenOk": token_ok(request, self.token),
             "credential": source,
+            "shownCredential": supplied if source and self.knobs["recordCredentials"] else None,
             "headers": redacted_headers(request),
             "bodyBytes": request.content_length,
             "remote": request.remote,

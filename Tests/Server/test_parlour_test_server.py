@@ -186,6 +186,18 @@ def test_the_log_never_holds_the_token(port):
     assert second["headers"]["Authorization"] == "Bearer <redacted>" and second["tokenOk"] is True
 
 
+def test_record_credentials_keeps_every_credential_shown_and_nothing_else(port):
+    knobs(port, recordCredentials=True)
+    call(port, "GET", "/v1/models", headers={"Authorization": "Bearer someone-elses"}, token=None)
+    call(port, "GET", "/v1/models?token=from-the-query", token=None)
+    call(port, "GET", "/health", token=None)
+    shown = [entry["shownCredential"] for entry in server_log(port)["requests"]]
+    assert shown == ["someone-elses", "from-the-query", None]
+    knobs(port, recordCredentials=False)
+    call(port, "GET", "/v1/models")
+    assert server_log(port)["requests"][-1]["shownCredential"] is None
+
+
 # ------------------------------------------------------------ /voice
 
 

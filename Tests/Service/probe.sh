@@ -382,6 +382,80 @@ t_offline_notice() {
   echo "server_unreachable; espeak-ng spoke the notice in the sandbox and was closed again${left:+ (still mapped: $left)}"
 }
 
+# ------------------------------------------------------ the local wake word
+
+# wake "local" under the unit's own sandbox (MemoryDenyWriteExecute, the
+# system call filter, ProtectSystem=strict): TensorFlow Lite's C library is
+# loaded and runs there. The root has no sound card: /etc/asound.conf (made
+# by scripts/test-service) gives a paced file-plugin microphone that says
+# "okay nabu" three times (/probe/okay-nabu.raw) and a paced speaker.
+engine=/usr/lib/parlour-satellite
+wake_pid=""
+
+t_wake_files() {
+  local file
+  for file in lib/libtensorflowlite_c.so models/{okay_nabu,hey_jarvis,alexa,hey_mycroft}.{json,tflite}; do
+    [[ "$(mode_of "$engine/$file")" == "644 root:root" && -s "$engine/$file" ]] ||
+      { echo "$engine/$file is $(mode_of "$engine/$file" || true), expected a 644 root:root file"; return 1; }
+  done
+  dpkg -S "$engine/lib/libtensorflowlite_c.so" >/dev/null 2>&1 || { echo "dpkg does not own the library"; return 1; }
+  echo "$engine/lib/libtensorflowlite_c.so and the four models' .json and .tflite, owned by the package"
+}
+
+t_wake_ready() {
+  [[ -r /etc/asound.conf && -r /probe/okay-nabu.raw ]] || { echo "the probe has no microphone (/etc/asound.conf, /probe/okay-nabu.raw)"; return 1; }
+  set_config "$(python3 -c '
+import json, sys
+c = json.loads(sys.argv[1])
+c["wake"] = "local"
+c["audio"] = {"input": "probemic", "output": "probespeaker"}
+print(json.dumps(c))' "$working_config")"
+  cat "$config"
+  systemctl restart $unit || { systemctl status --no-pager $unit; echo "the restart with wake \"local\" failed (never READY=1)"; return 1; }
+  [[ "$(prop ActiveState)/$(prop SubState)" == active/running ]] || { echo "the unit is $(prop ActiveState)/$(prop SubState)"; return 1; }
+  wake_pid="$(prop MainPID)"
+  parlourctl status --json
+  [[ "$(status_of wake)" == '"local"' ]] || { echo "status says wake $(status_of wake)"; return 1; }
+  [[ "$(status_of wakeWord.ok)" == true ]] ||
+    { echo "status says wakeWord.ok $(status_of wakeWord.ok), error $(status_of wakeWord.error)"; return 1; }
+  echo "READY=1 with wake \"local\"; status: wakeWord $(status_of wakeWord | tr -d ' ')"
+}
+
+t_wake_journal() {
+  [[ -n "$wake_pid" ]] || { echo "the daemon did not start with wake \"local\""; return 1; }
+  local all bad
+  all="$(records _PID="$wake_pid")"
+  echo "$all"
+  # TensorFlow Lite writes to stderr ("ERROR: ...", "INFO: ..."); a system
+  # call the filter refuses comes back as EPERM (SystemCallErrorNumber=).
+  bad="$(grep -iE "seccomp|EPERM|not permitted|^[0-9] - .*ERROR|tensorflow.*(error|fail)|tflite.*(error|fail)|xnnpack.*(error|fail)" <<<"$all")"
+  [[ -z "$bad" ]] || { echo "$bad"; echo "the journal has these lines (above)"; return 1; }
+  if journalctl -b -k --no-pager 2>/dev/null | grep -E "audit.*(SECCOMP|seccomp).*pid=$wake_pid"; then
+    echo "the kernel logged a seccomp action for the daemon (above)"; return 1
+  fi
+  echo "$(wc -l <<<"$all") records of the daemon, none of seccomp, EPERM or an error from TensorFlow Lite"
+}
+
+t_wake_heard() {
+  [[ -n "$wake_pid" ]] || { echo "the daemon did not start with wake \"local\""; return 1; }
+  heard() { records _PID="$wake_pid" | awk '$2 == "wake"' | grep -q .; }
+  wait_until 40 heard || { records _PID="$wake_pid"; echo "no PARLOUR_EVENT=wake record within 40 s of the start (records above)"; return 1; }
+  echo "a wake record: $(records _PID="$wake_pid" | awk '$2 == "wake"' | head -n 1 | cut -d' ' -f3-)"
+}
+
+t_wake_maps() {
+  [[ -n "$wake_pid" ]] || { echo "the daemon did not start with wake \"local\""; return 1; }
+  grep -q "$engine/lib/libtensorflowlite_c.so" /proc/"$wake_pid"/maps ||
+    { echo "the daemon with wake \"local\" has not mapped libtensorflowlite_c.so"; return 1; }
+  set_config "$working_config"
+  systemctl restart $unit || { echo "the restart with wake \"server\" failed"; return 1; }
+  local pid
+  pid="$(prop MainPID)"
+  [[ "$(status_of wake)" == '"server"' ]] || { echo "status says wake $(status_of wake) after the restart"; return 1; }
+  if grep libtensorflowlite /proc/"$pid"/maps; then echo "the daemon with wake \"server\" maps TensorFlow Lite (above)"; return 1; fi
+  echo "mapped with wake \"local\" (pid $wake_pid), not with wake \"server\" (pid $pid)"
+}
+
 # ----------------------------------------------------- stop, watchdog, restarts
 
 t_stop() {
@@ -512,6 +586,11 @@ check "sandbox: files" t_sandbox_files
 check "sandbox: devices" t_sandbox_devices
 check "sandbox: addresses" t_sandbox_addresses
 check "offline notice" t_offline_notice
+check "wake word: the engine's files" t_wake_files
+check "wake word local: READY=1 and wakeWord.ok" t_wake_ready
+check "wake word local: \"okay nabu\" at the microphone gives a wake record" t_wake_heard
+check "wake word local: no seccomp, EPERM or TensorFlow Lite error in the journal" t_wake_journal
+check "wake word: libtensorflowlite_c.so mapped only with wake local" t_wake_maps
 check "systemctl stop" t_stop
 check "watchdog" t_watchdog
 check "bad config" t_bad_config

@@ -1,8 +1,8 @@
 // A microphone as a stream of chunks, one ALSA period each (20 ms unless asked
-// otherwise). The blocking ALSA reads run on a thread of their own, never on
-// Swift's cooperative pool. Easy to get wrong:
-// the thread must notice a stop even when no data comes (snd_pcm_wait with a
-// period's timeout), and the handle is closed by that thread alone, once.
+// otherwise). The audio thread (AudioEngine) reads it when poll says a period
+// is ready and yields the chunk in that same wake-up. Easy to get wrong: a stop
+// wakes the audio thread (no data may come), and the handle is closed by that
+// thread alone, once.
 // The consumer can hand the device on (`detach`, then `attach`) without closing
 // it: the local wake word gives the turn it starts the audio from the moment of
 // the wake, none lost to closing and reopening the device.
@@ -24,10 +24,10 @@ public enum CaptureChunk: Sendable, Equatable {
 
 /// One open capture PCM and the thread that reads it.
 ///
-/// Threads: `open` configures the handle on the caller's thread. After `frames()`
-/// only the capture thread touches the handle, and that thread closes it when it
-/// stops. If `frames()` is never called, `stop()` (or deinit) closes it.
-public final class ALSACaptureDevice: @unchecked Sendable {
+/// Threads: `open` configures the handle on the caller's thread (AudioCapture calls it on the
+/// audio thread). After `frames()` only the audio thread touches the handle, and closes it when
+/// the device stops. If `frames()` is never called, `stop()` (or deinit) closes it.
+public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
     public let device: String
     public let rate: Int
     public let channels: Int
@@ -35,6 +35,7 @@ public final class ALSACaptureDevice: @unchecked Sendable {
     public let periodFrames: Int
 
     private let pcm: OpaquePointer
+    private let engine: AudioEngine
     private let stopping = Atomic<Bool>(false)
     private let overrunCount = Atomic<Int>(0)
     private let life = Mutex(Life())
@@ -56,7 +57,14 @@ public final class ALSACaptureDevice: @unchecked Sendable {
         var nextListener = 0
     }
 
-    private init(device: String, rate: Int, channels: Int, pcm: ALSAPCM) {
+    /// The audio thread's, while it drives the device: the period being filled, how far, and
+    /// what to tell of a failure.
+    private var chunk: [Int16] = []
+    private var filled = 0
+    private var onFailure: (@Sendable (ALSAError) -> Void)?
+
+    private init(device: String, rate: Int, channels: Int, pcm: ALSAPCM, engine: AudioEngine) {
+        self.engine = engine
         self.device = device
         self.rate = rate
         self.channels = channels
@@ -71,20 +79,20 @@ public final class ALSACaptureDevice: @unchecked Sendable {
     /// Opens and configures the device now, so a missing microphone is known at once.
     /// S16_LE interleaved; `default` converts from whatever the card does.
     public static func open(device: String, rate: Int = 16000, channels: Int = 1,
-                            periodFrames: Int = 320) throws(ALSAError) -> ALSACaptureDevice {
+                            periodFrames: Int = 320, engine: AudioEngine = .shared) throws(ALSAError) -> ALSACaptureDevice {
         let pcm = try ALSAPCM.open(device: device, stream: SND_PCM_STREAM_CAPTURE, rate: rate,
                                    channels: channels, periodFrames: periodFrames)
-        return ALSACaptureDevice(device: device, rate: rate, channels: channels, pcm: pcm)
+        return ALSACaptureDevice(device: device, rate: rate, channels: channels, pcm: pcm, engine: engine)
     }
 
     /// Audio lost so far: overruns ALSA recovered from (the thread fell a whole buffer
     /// behind), and chunks dropped because the consumer fell two seconds behind.
     public var overruns: Int { overrunCount.load(ordering: .relaxed) }
 
-    /// Starts the capture thread and returns its chunks. The stream ends after `stop()`,
+    /// Has the audio thread read the device and returns its chunks. The stream ends after `stop()`,
     /// when the consumer stops iterating, or after a `.failed` chunk; by then the device is
     /// closed. Only the first call starts anything; later calls get an empty stream.
-    /// `onFailure` runs on the capture thread just before the `.failed` chunk is yielded.
+    /// `onFailure` runs on the audio thread just before the `.failed` chunk is yielded.
     public func frames(onFailure: (@Sendable (ALSAError) -> Void)? = nil) -> AsyncStream<CaptureChunk> {
         let (stream, continuation) = AsyncStream.makeStream(of: CaptureChunk.self, bufferingPolicy: .bufferingNewest(chunkBound))
         let first = life.withLock { life in
@@ -96,20 +104,8 @@ public final class ALSACaptureDevice: @unchecked Sendable {
             return stream
         }
         consume(continuation, id: 0)
-        SystemThread.start(name: "alsa-capture") { [self] in
-            let failure = read()
-            snd_pcm_drop(pcm)
-            snd_pcm_close(pcm)
-            if let failure { onFailure?(failure) }
-            let last: AsyncStream<CaptureChunk>.Continuation? = consumer.withLock { c in
-                defer { c = .none }
-                if case .attached(_, let continuation) = c { return continuation }
-                return nil
-            }
-            if let failure { last?.yield(.failed(failure)) }
-            markClosed()
-            last?.finish()
-        }
+        self.onFailure = onFailure
+        engine.attach(self)
         return stream
     }
 
@@ -162,10 +158,11 @@ public final class ALSACaptureDevice: @unchecked Sendable {
     /// Two seconds of chunks: a consumer further behind loses the oldest.
     private var chunkBound: Int { max(4, 2 * rate / max(1, periodFrames)) }
 
-    /// Asks the capture thread to stop; it does within one period and closes the device.
+    /// Asks the audio thread to stop reading; it does at once and closes the device.
     /// Before `frames()` it closes the device at once.
     public func stop() {
         stopping.store(true, ordering: .releasing)
+        engine.wakeUp()
         let closeNow = life.withLock { life in
             defer { if !life.started { life.started = true } }
             return !life.started && !life.closed
@@ -219,21 +216,28 @@ public final class ALSACaptureDevice: @unchecked Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    /// The capture loop; returns the error that ended it, or nil when asked to stop.
-    private func read() -> ALSAError? {
-        let bound = chunkBound
-        if let error = call(snd_pcm_start(pcm), "snd_pcm_start") { return error }
-        let timeout = Int32(max(1, periodFrames * 1000 / rate))
-        var chunk = [Int16](repeating: 0, count: periodFrames * channels)
-        var filled = 0
-        while !stopping.load(ordering: .acquiring) {
-            let ready = snd_pcm_wait(pcm, timeout)
-            if ready == 0 { continue }
-            let function = ready < 0 ? "snd_pcm_wait" : "snd_pcm_readi"
-            let got: Int = ready < 0 ? Int(ready) : chunk.withUnsafeMutableBufferPointer { buffer in
+    // MARK: On the audio thread
+
+    var handle: OpaquePointer { pcm }
+    var polls: Bool { true }
+    var deadline: UInt64? { nil }
+
+    func begin() -> Bool {
+        chunk = [Int16](repeating: 0, count: periodFrames * channels)
+        if stopping.load(ordering: .acquiring) { return end(nil) }
+        if let error = call(snd_pcm_start(pcm), "snd_pcm_start") { return end(error) }
+        return true
+    }
+
+    /// Reads what the device has, yielding each whole period as it fills.
+    func service(revents: UInt16, now: UInt64) -> Bool {
+        if stopping.load(ordering: .acquiring) { return end(nil) }
+        guard revents != 0 else { return true }
+        while true {
+            let got: Int = chunk.withUnsafeMutableBufferPointer { buffer in
                 snd_pcm_readi(pcm, buffer.baseAddress! + filled * channels, snd_pcm_uframes_t(periodFrames - filled))
             }
-            if got >= 0 {
+            if got > 0 {
                 filled += got
                 if filled == periodFrames {
                     let dropped: Bool = consumer.withLock { c in
@@ -243,7 +247,7 @@ public final class ALSACaptureDevice: @unchecked Sendable {
                             return false
                         case .waiting(var backlog):
                             backlog.append(chunk)
-                            if backlog.count > bound { backlog.removeFirst() }
+                            if backlog.count > chunkBound { backlog.removeFirst() }
                             c = .waiting(backlog)
                             return false
                         case .none:
@@ -257,19 +261,36 @@ public final class ALSACaptureDevice: @unchecked Sendable {
                 continue
             }
             switch Int32(-got) {
-            case EAGAIN, EINTR:
+            case 0, EAGAIN:
+                return true
+            case EINTR:
                 continue
             case EPIPE, ESTRPIPE:
                 // Overrun (or a suspend): recover, and start again since capture
                 // does not restart by itself.
                 overrunCount.add(1, ordering: .relaxed)
-                if let error = call(snd_pcm_recover(pcm, Int32(got), 1), "snd_pcm_recover") { return error }
-                if let error = call(snd_pcm_start(pcm), "snd_pcm_start") { return error }
+                if let error = call(snd_pcm_recover(pcm, Int32(got), 1), "snd_pcm_recover") { return end(error) }
+                if let error = call(snd_pcm_start(pcm), "snd_pcm_start") { return end(error) }
             default:
-                return ALSAError(function: function, code: Int32(truncatingIfNeeded: got), device: device)
+                return end(ALSAError(function: "snd_pcm_readi", code: Int32(truncatingIfNeeded: got), device: device))
             }
         }
-        return nil
+    }
+
+    /// Closes the device, tells of `failure` and ends the stream; false, for the engine to let go.
+    private func end(_ failure: ALSAError?) -> Bool {
+        snd_pcm_drop(pcm)
+        snd_pcm_close(pcm)
+        if let failure { onFailure?(failure) }
+        let last: AsyncStream<CaptureChunk>.Continuation? = consumer.withLock { c in
+            defer { c = .none }
+            if case .attached(_, let continuation) = c { return continuation }
+            return nil
+        }
+        if let failure { last?.yield(.failed(failure)) }
+        markClosed()
+        last?.finish()
+        return false
     }
 
     private func call(_ result: Int32, _ function: String) -> ALSAError? {

@@ -13,6 +13,7 @@ import SatelliteCore
 public actor AudioCapture {
     public let device: String
     private let bus: EventBus
+    private let engine: AudioEngine
     private var watch: DeviceWatch
     private var current: ALSACaptureDevice?
     /// The device opened last, open or not: a mute waits until even one being closed is released.
@@ -23,8 +24,9 @@ public actor AudioCapture {
 
     /// `retry` is the back-off between probes of a broken device.
     public init(device: String, bus: EventBus, retry: Backoff = Backoff(first: .seconds(1), cap: .seconds(30)),
-                muted: Bool = false) {
+                muted: Bool = false, engine: AudioEngine = .shared) {
         self.device = device
+        self.engine = engine
         self.muted = muted
         self.bus = bus
         self.watch = DeviceWatch(device: device, bus: bus, backoff: retry, event: SatelliteEvent.microphone)
@@ -49,12 +51,21 @@ public actor AudioCapture {
         while current != nil { await close() }
         if muted { throw ALSAError(function: "snd_pcm_open", code: -EPERM, device: device) }
         let capture: ALSACaptureDevice
+        let (device, engine) = (self.device, self.engine)
         do {
-            capture = try ALSACaptureDevice.open(device: device, periodFrames: periodFrames)
+            capture = try await engine.run { () throws(ALSAError) in
+                try ALSACaptureDevice.open(device: device, periodFrames: periodFrames, engine: engine)
+            }
         } catch {
             failed(error)
             throw error
         }
+        // A mute, or another open, may have come while the device opened.
+        if muted {
+            capture.stop()
+            throw ALSAError(function: "snd_pcm_open", code: -EPERM, device: device)
+        }
+        while current != nil { await close() }
         current = capture
         last = capture
         watch.works()
@@ -133,10 +144,11 @@ public actor AudioCapture {
     /// Opens and closes the device once, to learn whether it works (at start, for status).
     /// While the microphone is open it is known to work and is not opened twice.
     @discardableResult
-    public func probe() -> DeviceHealth {
+    public func probe() async -> DeviceHealth {
         if current?.isClosed ?? true, !muted {
+            let (device, engine) = (self.device, self.engine)
             do {
-                try ALSACaptureDevice.open(device: device).stop()
+                try await engine.run { () throws(ALSAError) in try ALSACaptureDevice.open(device: device, engine: engine).stop() }
                 watch.works()
             } catch {
                 failed(error)
@@ -155,7 +167,7 @@ public actor AudioCapture {
             await last?.closed()
             last = nil
         } else {
-            probe()
+            await probe()
         }
     }
 
@@ -178,7 +190,8 @@ public actor AudioCapture {
     }
 
     /// One retry: true once the device works again.
-    private func retryProbe() -> Bool {
-        muted || probe().ok == true
+    private func retryProbe() async -> Bool {
+        if muted { return true }
+        return await probe().ok == true
     }
 }

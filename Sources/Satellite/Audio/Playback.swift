@@ -1,6 +1,6 @@
 // The one owner of the speaker. Each reply opens the device at the reply's own
-// rate and channels (plug converts), plays it on a dedicated thread and closes
-// it, so nothing blocks the actor. A new reply or `cancel()` stops the one
+// rate and channels (plug converts), plays it on the audio thread (AudioEngine,
+// which opens and closes it too) and closes it, so nothing blocks the actor. A new reply or `cancel()` stops the one
 // playing within one ALSA period; the old device is closed before a new opens.
 // Cues (the awake, done and error sounds) go through here too, so they never
 // play over an answer: a cue stops an earlier cue, an answer stops a cue, and
@@ -17,6 +17,7 @@ import Synchronization
 public actor Playback {
     public let device: String
     private let bus: EventBus
+    private let engine: AudioEngine
     private var watch: DeviceWatch
     private var current: Job?
 
@@ -53,8 +54,10 @@ public actor Playback {
     }
 
     /// `retry` is the back-off between probes of a broken speaker.
-    public init(device: String, bus: EventBus, retry: Backoff = Backoff(first: .seconds(1), cap: .seconds(30))) {
+    public init(device: String, bus: EventBus, retry: Backoff = Backoff(first: .seconds(1), cap: .seconds(30)),
+                engine: AudioEngine = .shared) {
         self.device = device
+        self.engine = engine
         self.bus = bus
         self.watch = DeviceWatch(device: device, bus: bus, backoff: retry, event: SatelliteEvent.speaker)
     }
@@ -66,7 +69,7 @@ public actor Playback {
     public func play(_ audio: PCMAudio) async throws(ALSAError) -> PlaybackOutcome {
         await stopCurrent()
         let job = Job(isCue: false)
-        let speaker = try open(for: audio, job)
+        let speaker = try await open(for: audio, job)
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (finished: CheckedContinuation<Result<PlaybackOutcome, ALSAError>, Never>) in
                 start(audio, on: speaker, job) { finished.resume(returning: $0) }
@@ -86,7 +89,7 @@ public actor Playback {
         if let playing = current, !playing.isDone, !playing.isCue { return false }
         await stopCurrent()
         let job = Job(isCue: true)
-        guard let speaker = try? open(for: audio, job) else { return false }
+        guard let speaker = try? await open(for: audio, job) else { return false }
         start(audio, on: speaker, job) { [weak self] result in
             guard let self else { return }
             Task { await self.cueEnded(job, result) }
@@ -109,32 +112,34 @@ public actor Playback {
         }
     }
 
-    /// Opens the speaker for `audio` and makes `job` the one playing.
-    private func open(for audio: PCMAudio, _ job: Job) throws(ALSAError) -> ALSAPlaybackDevice {
-        let speaker: ALSAPlaybackDevice
+    /// Makes `job` the one playing and opens the speaker for `audio` on the audio thread. A newer
+    /// play while it opens finds `job` current and cancels it; a failed open ends `job`.
+    private func open(for audio: PCMAudio, _ job: Job) async throws(ALSAError) -> ALSAPlaybackDevice {
+        current = job
+        let (device, engine) = (self.device, self.engine)
         do {
-            speaker = try ALSAPlaybackDevice.open(device: device, rate: audio.sampleRate, channels: audio.channels)
+            let speaker = try await engine.run { () throws(ALSAError) in
+                try ALSAPlaybackDevice.open(device: device, rate: audio.sampleRate, channels: audio.channels, engine: engine)
+            }
+            watch.works()
+            return speaker
         } catch {
+            if current === job { current = nil }
+            job.end()
             failed(error)
             throw error
         }
-        current = job
-        watch.works()
-        return speaker
     }
 
-    /// Plays on a thread of its own; `finished` is called on it once the device is closed.
+    /// Plays on the audio thread; `finished` is called there once the device is closed.
     private nonisolated func start(_ audio: PCMAudio, on speaker: ALSAPlaybackDevice, _ job: Job,
                                    finished: @escaping @Sendable (Result<PlaybackOutcome, ALSAError>) -> Void) {
         let bus = self.bus
-        SystemThread.start(name: "alsa-playback") {
-            let result = Result { () throws(ALSAError) in try speaker.play(audio) { job.isCancelled } }
+        speaker.start(audio, isCancelled: { job.isCancelled }) { result in
             // For scripts/bench: the end of "answer to first frame played" (see HTTPClient). Not for cues.
             if !job.isCue, let stamp = speaker.firstFrameMonotonicNs {
                 bus.notice(.debug, "First frame handed to ALSA.", ["monotonic_ns": String(stamp)])
             }
-            // Closed before anyone waiting may open the device again.
-            speaker.close()
             job.end()
             finished(result)
         }
@@ -143,20 +148,22 @@ public actor Playback {
     /// Stops the reply playing now, within one ALSA period; its `play` returns `.cancelled`.
     public func cancel() {
         current?.cancel()
+        engine.wakeUp()
     }
 
     /// Opens and closes the speaker once, to learn whether it works (at start, for status).
     @discardableResult
-    public func probe() -> DeviceHealth {
-        try? tryOpen()
+    public func probe() async -> DeviceHealth {
+        try? await tryOpen()
         return watch.health
     }
 
     /// `probe`, saying why the speaker cannot be opened (for doctor). While it plays it is known to work.
-    public func tryOpen() throws(ALSAError) {
+    public func tryOpen() async throws(ALSAError) {
         guard current?.isDone ?? true else { return }
+        let device = self.device
         do {
-            try ALSAPlaybackDevice.open(device: device, rate: 16000, channels: 1).close()
+            try await engine.run { () throws(ALSAError) in try ALSAPlaybackDevice.open(device: device, rate: 16000, channels: 1).close() }
             watch.works()
         } catch {
             failed(error)

@@ -27,7 +27,10 @@ public struct SpeakerVolume: Sendable {
     /// `{"percent", "card", "control"}` after setting it to `percent`, or as it is when nil.
     public func volume(setTo percent: Int? = nil) async -> ControlResult {
         await withCheckedContinuation { (done: CheckedContinuation<ControlResult, Never>) in
-            SystemThread.start(name: "alsa-mixer") { done.resume(returning: self.turn(to: percent)) }
+            // No thread to be had is an answer too, never a continuation left waiting.
+            if !SystemThread.start(name: "alsa-mixer", { done.resume(returning: self.turn(to: percent)) }) {
+                done.resume(returning: .failure(.internalError, "No thread could be started for the mixer: the daemon is out of threads."))
+            }
         }
     }
 

@@ -1,4 +1,4 @@
-// Hands a request's result to the caller's callback URL (README, "Callbacks").
+// Hands a request's result to the caller's callback URL (docs/callbacks.md).
 // The daemon itself does it, so the result arrives even when the caller has
 // gone. Each delivery runs as a child of `run()` (curl on a thread of its own),
 // so it never holds up the voice path or the result to a caller still

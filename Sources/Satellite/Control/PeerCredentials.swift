@@ -21,8 +21,8 @@ enum PeerCredentials {
         var cred = UCred()
         var length = socklen_t(MemoryLayout<UCred>.size)
         guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) == 0 else { return nil }
-        return AccessPolicy.Peer(pid: cred.pid, uid: cred.uid, gid: cred.gid, groups: groups(fd) ?? [],
-                                 user: userName(cred.uid))
+        // The user's name is not looked up here: the control loop must not wait on the user database.
+        return AccessPolicy.Peer(pid: cred.pid, uid: cred.uid, gid: cred.gid, groups: groups(fd) ?? [])
     }
 
     /// The peer's supplementary groups; nil when the kernel cannot say (before Linux 4.13).

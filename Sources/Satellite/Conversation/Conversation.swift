@@ -84,10 +84,12 @@ public actor Conversation {
     // MARK: Requests
 
     /// Captures now and answers; `hold` keeps capturing until `release` (or the holder goes).
-    public func listen(hold: Bool, holder: ControlConnection?) async -> ControlResult {
+    /// `started` is called once the turn is registered, so a `release` from then on finds it.
+    public func listen(hold: Bool, holder: ControlConnection?, started: @Sendable () -> Void = {}) async -> ControlResult {
         turns += 1
         let number = turns
         current = (number, hold ? holder : nil, false)
+        started()
         let result: ControlResult
         if let stream {
             result = await stream.pushTurn(number: number, hold: hold)

@@ -48,10 +48,18 @@ public final class CommandRouter: ControlHandler {
         self.keeper = keeper
     }
 
-    public func handle(_ request: ControlRequest, on connection: ControlConnection) async {
+    public func handle(_ request: ControlRequest, on connection: ControlConnection, underWay: @escaping @Sendable () -> Void) async {
         guard admit(request.command, from: connection.peer) else {
             connection.finish(id: request.id, .error(AccessPolicy.refusal(request.command, peer: connection.peer)))
             return
+        }
+        // The next request on this connection waits for this one's result, unless this one waits on the
+        // network, the microphone or a person: then it is under way once started (a listen, once its turn is).
+        switch request.command {
+        case .ask, .meter, .pair, .use, .doctor, .serverStatus, .serverService, .serverPipeline, .serverDoctor, .serverLogs,
+             .serverRestartAgent:
+            underWay()
+        default: break
         }
         // Registered before the request runs, so that shutdown waits for its callback too.
         let ticket = request.callback.map { callbacks.expect($0, command: request.command.name) }
@@ -68,7 +76,8 @@ public final class CommandRouter: ControlHandler {
             startWatch(request.id, on: connection)
             return
         case .listen(let hold):
-            result = await listen(hold: hold, holder: connection)
+            // Under way once its turn is registered: an `end` after it on this connection then finds it.
+            result = await listen(hold: hold, holder: connection, started: underWay)
         case .end:
             result = .completed(["released": .bool(await conversation.release())])
         case .cancel:
@@ -133,8 +142,8 @@ public final class CommandRouter: ControlHandler {
 
     /// One turn, as `parlourctl listen` asks for it and as the local wake word starts it: its result
     /// is published for the journal and watch.
-    public func listen(hold: Bool, holder: ControlConnection?) async -> ControlResult {
-        let result = await conversation.listen(hold: hold, holder: holder)
+    public func listen(hold: Bool, holder: ControlConnection?, started: @Sendable () -> Void = {}) async -> ControlResult {
+        let result = await conversation.listen(hold: hold, holder: holder, started: started)
         bus.publish(.finished(command: "listen", result: result))
         return result
     }

@@ -76,9 +76,11 @@ public final class Daemon: Sendable {
         for file in ["token", "pin.json", "doctor"] {
             AtomicFile.removeLeftovers(of: SatellitePaths.joined(paths.stateDirectory, file))
         }
-        let pin = ServerPin(stateDirectory: paths.stateDirectory, configuredURL: serverURL, bus: bus)
-        let discovery = Discovery(bus: bus)
         let tokens = TokenStore(stateDirectory: paths.stateDirectory, environment: environment)
+        // server.url's token is the one in force at start (INTERFACE.md), until `token set` gives it another.
+        let pin = ServerPin(stateDirectory: paths.stateDirectory, configuredURL: serverURL,
+                            configuredToken: tokens.inForce()?.kind ?? .state, bus: bus)
+        let discovery = Discovery(bus: bus)
         let link = Link(tokens: tokens, http: HTTPClient(bus: bus), bus: bus, keeper: keeper, retryMs: config.server.retryMs)
         let chooser = ServerChooser(pin: pin, discovery: discovery, link: link, bus: bus,
                                     stateDirectory: paths.stateDirectory, retryMs: config.server.retryMs,
@@ -144,12 +146,22 @@ public final class Daemon: Sendable {
         if let stateHook { services.append(Service("state hook") { await stateHook.run() }) }
         services += [
             // The turn under way ends with shutting_down, then its callback goes out, before the socket closes.
+            // Each connection's requests, in order; stopped after the turn and the watches have their results.
+            // (run() returns once the socket stops accepting, before this is stopped: that is no failure.)
+            Service("control connections") {
+                await server.run()
+                await Service.untilCancelled()
+            },
             Service("callbacks", stop: .ask { await callbacks.shutdown() }) { await callbacks.run() },
             Service("watches") { await router.run() },
             // Asked, not cancelled: the turn under way gets `shutting_down` before what it started is stopped.
             Service("conversation", stop: .ask { await conversation.shutdown() }) { await conversation.run() },
             Service("control socket") { [paths, config] started in
-                server.start()
+                do throws(SatelliteError) {
+                    try server.start()
+                } catch {
+                    bus.notice(.error, error.message)
+                }
                 keeper.update { $0.started = true }
                 notifier.ready(status: keeper.state.sentence(room: room))
                 bus.notice(.notice, "parlour-satellite \(SatelliteVersion.satellite) is ready.",

@@ -166,9 +166,17 @@ public struct Doctor: Sendable {
     // MARK: The server
 
     private func tokenCheck() async -> DoctorCheck {
-        let source = parts.tokens.source()
-        let url = await parts.pin.current()?.url
-        guard source != nil, url != nil else { return DoctorRules.token(source: source, .noServer, url: url) }
+        // The token of the server in use is its pin's place; with none pinned, the one the search would use.
+        let inUse = await parts.pin.current()
+        let url = inUse?.url
+        guard let inUse else { return DoctorRules.token(source: parts.tokens.inForce(), .noServer, url: nil) }
+        guard let kind = inUse.tokenSource else { return DoctorRules.token(source: nil, .noneForServer, url: url) }
+        let source = parts.tokens.place(kind)
+        do {
+            guard try parts.tokens.read(kind) != nil else { return DoctorRules.token(source: nil, .noServer, url: url) }
+        } catch {
+            return DoctorRules.token(source: source, .unusable(error.message), url: url)
+        }
         let finding: DoctorRules.TokenFinding
         switch await parts.link.check()?.code {
         case nil: finding = .accepted

@@ -37,7 +37,7 @@ public final class HTTPClient: Sendable {
         let transfer = Transfer(request: request, limit: bodyLimit)
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Result<HTTPResponse, HTTPFailure>, Never>) in
-                SystemThread.start(name: "http") {
+                let started = SystemThread.start(name: "http") {
                     let result = transfer.run()
                     // For scripts/bench: the start of "answer to first frame played" (see Playback).
                     if let bus = self.bus, request.method == "POST", case .success = result {
@@ -45,6 +45,12 @@ public final class HTTPClient: Sendable {
                                                                 "url": ServerAnswers.displayURL(request.url)])
                     }
                     done.resume(returning: result)
+                }
+                // No thread to be had is an answer too, never a continuation left waiting.
+                if !started {
+                    done.resume(returning: .failure(HTTPFailure(kind: .other, function: "pthread_create", code: 0,
+                        detail: "no thread could be started for the request", method: request.method,
+                        url: ServerAnswers.displayURL(request.url))))
                 }
             }
         } onCancel: {

@@ -1,7 +1,8 @@
 // The satellite's connection to the house's server. It alone reads the token
 // and sends it, so nothing else can send the token anywhere: only to the server
-// in use (the pin it follows), or to a candidate being checked before it is
-// pinned. It keeps status honest: it checks /health and /v1/models when it
+// in use (the pin it follows), and only the token of the place that pin names,
+// or to a candidate being checked before it is pinned, with the token the
+// caller chose for it. It keeps status honest: it checks /health and /v1/models when it
 // starts following a server, re-checks a server that went away with back-off
 // (1 s doubling to server.retryMs), and learns from every request whether the
 // server answered. Easy to get wrong: an answer from the server it followed
@@ -26,6 +27,8 @@ public actor Link {
     private var generation = 0
     private var sleeper: Task<Void, Never>?
     private var woken = false
+    /// The last "not a bearer token" said, so that the check loop says it once.
+    private var unusableToken: String?
 
     /// How often a server that answers is checked again.
     static let recheckHealthy: Duration = .seconds(60)
@@ -46,8 +49,9 @@ public actor Link {
         if sameServer {
             health.name = pin?.name
             health.how = pin?.how
+            health.tokenSource = pin?.tokenSource
         } else {
-            health = ServerHealth(url: pin?.url, name: pin?.name, how: pin?.how)
+            health = ServerHealth(url: pin?.url, name: pin?.name, how: pin?.how, tokenSource: pin?.tokenSource)
             generation += 1
             keeper.update { $0.hasServer = pin != nil; $0.reachable = nil }
         }
@@ -64,11 +68,13 @@ public actor Link {
         sleeper?.cancel()
     }
 
-    /// Checks a server that is not (or not yet) the one in use: `/health`, then `/v1/models` with
-    /// `token`, or with the token in force when nil. The error says which check failed; nothing
-    /// is learned about the server in use.
-    public func vet(_ url: String, token: String? = nil, key: String? = nil, addresses: [String] = []) async -> Result<Void, SatelliteError> {
-        let client = ParlourClient(baseURL: url, token: token ?? tokens.read(), http: http, key: key, addresses: addresses)
+    /// Checks a server that is not (or not yet) the one in use: `/health`, then, unless
+    /// `healthOnly`, `/v1/models` with `token` (nil: none), reached only at `addresses` (empty: its
+    /// name is looked up) and only while it shows `key` (when given). The error says which check
+    /// failed; nothing is learned about the server in use.
+    public func vet(_ url: String, token: String?, healthOnly: Bool = false, key: String? = nil,
+                    addresses: [String] = []) async -> Result<Void, SatelliteError> {
+        let client = ParlourClient(baseURL: url, token: healthOnly ? nil : token, http: http, key: key, addresses: addresses)
         let shown = ServerAnswers.displayURL(url)
         do {
             _ = try await client.health()
@@ -76,6 +82,7 @@ public actor Link {
             return .failure(SatelliteError(error.code,
                 "The check of /health at \(shown) failed, so nothing was changed: \(error.message)"))
         }
+        if healthOnly { return .success(()) }
         do {
             try await client.models()
         } catch where error.code == .tokenRefused {
@@ -106,7 +113,33 @@ public actor Link {
                 "No server is pinned yet, and none found with Bonjour accepted the token. "
                     + "Pair with parlourctl pair LINK, pin one with parlourctl use URL, or set server.url in the config.")
         }
-        return ParlourClient(baseURL: url, token: tokens.read(), http: http, key: pin?.key, addresses: pin?.addresses ?? [])
+        return ParlourClient(baseURL: url, token: try token(), http: http, key: pin?.key, addresses: pin?.addresses ?? [])
+    }
+
+    /// The token of the place the pin in use names; throws when that place holds no bearer token.
+    private func token() throws(SatelliteError) -> String? {
+        do {
+            let token = try tokens.read(pin?.tokenSource)
+            unusableToken = nil
+            return token
+        } catch {
+            if unusableToken != error.message {
+                unusableToken = error.message
+                bus.notice(.error, error.message, ["token_source": pin?.tokenSource?.rawValue ?? "none"])
+            }
+            throw error
+        }
+    }
+
+    /// The token the pin in use names, read for a check or a request by someone other than the Link
+    /// (the search before a pin, `use` on the same server): nil when none; throws as above.
+    public func tokenInUse() throws(SatelliteError) -> String? { try token() }
+
+    /// The first place that holds a token and what it holds, for the search while nothing is pinned
+    /// (INTERFACE.md: a discovered server gets the token the satellite held when it pinned it).
+    public func tokenInForce() throws(SatelliteError) -> (token: String, kind: TokenKind)? {
+        guard let kind = tokens.inForce()?.kind, let token = try tokens.read(kind) else { return nil }
+        return (token, kind)
     }
 
     public func ask(text: String, client name: String, room: String) async throws(SatelliteError) -> AskAnswer {
@@ -117,7 +150,7 @@ public actor Link {
         try await call { client throws(SatelliteError) in try await client.voice(wav: wav, client: name, room: room) }
     }
 
-    /// Runs `request` against the server in use, with the token in force, and learns from its
+    /// Runs `request` against the server in use, with the server's own token, and learns from its
     /// outcome whether the server answered and took the token. The only way a request reaches a
     /// server other than through the checks: so the token goes to the pinned server alone.
     public func call<Answer: Sendable>(
@@ -236,8 +269,13 @@ public actor Link {
     /// The addresses the /listen socket connects to (the name still goes in Host); empty: look it up.
     func streamAddresses() -> [String] { pin?.addresses ?? [] }
 
-    /// The token for the /listen handshake's Authorization header, and for nothing else.
-    func streamToken() -> String? { tokens.read() }
+    /// The token for the /listen handshake to `server`, and for nothing else: nil unless `server` is
+    /// still the one in use (the pin may have moved since it was read), when the pin's place holds
+    /// none, or holds no bearer token (then nothing is sent, and the check says why).
+    func streamToken(for server: String) -> String? {
+        guard pin?.url == server else { return nil }
+        return try? token()
+    }
 
     /// The /listen handshake was accepted: the server is there and took the token.
     func streamOpened() {

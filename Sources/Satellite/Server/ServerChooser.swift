@@ -5,6 +5,11 @@
 // only named in the journal, never contacted; a person may pin while a search
 // is under way (ServerPin then refuses the search's pin); and with server.url
 // set, nothing here may change the choice or send the token anywhere else.
+// A server and its token go together (INTERFACE.md): pairing pins the link's
+// server with the link's token; `use` keeps the token only on the same origin
+// (scheme, host, port), or with nothing pinned takes the one in force, and
+// otherwise checks /health alone and pins with none;
+// `token set` gives the server in use the state folder's token.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -80,7 +85,8 @@ public actor ServerChooser {
     }
 
     /// `pair LINK`: parses the link, checks the server with the link's token, then stores the
-    /// token and pins the server. A refusal or a failed check changes nothing.
+    /// token and pins the server with it (the state folder's, never a credential's). A refusal or
+    /// a failed check changes nothing.
     public func pair(_ text: String, key confirmed: String? = nil) async -> ControlResult {
         if let refusal = await configDecides() { return .error(refusal) }
         let link: PairingLink
@@ -99,8 +105,8 @@ public actor ServerChooser {
         }
         do {
             try TokenFile.write(link.token, stateDirectory: stateDirectory)
-            let pinned = try await pin.pin(url: link.url, name: link.name, how: .paired, key: key, addresses: place.addresses,
-                                           instance: place.instance)
+            let pinned = try await pin.pin(url: link.url, name: link.name, how: .paired, tokenSource: .state, key: key,
+                                           addresses: place.addresses, instance: place.instance)
             await follow(pinned)
             return .completed(["server": pinned.json])
         } catch {
@@ -108,11 +114,14 @@ public actor ServerChooser {
         }
     }
 
-    /// `use URL`: pins by hand after the same two checks, with the token in force.
+    /// `use URL`: pins by hand. With nothing pinned it takes the token the satellite holds; on the
+    /// origin of the server in use it keeps that server's token; either way both routes are checked
+    /// with it. Anywhere else the token stays behind: only /health is checked, and the new server
+    /// gets no token until `pair` or `token set`.
     public func use(_ url: String, key confirmed: String? = nil) async -> ControlResult {
         if let refusal = await configDecides() { return .error(refusal) }
         guard let address = ServerAddress(url) else {
-            return .failure(.invalidRequest, "\(url) is not an http or https address with a host. Give one such as http://den.local:8765.")
+            return .failure(.invalidRequest, ServerAddress.problem(url) ?? "")
         }
         let place = await whereIs(url)
         let key: String?
@@ -120,14 +129,37 @@ public actor ServerChooser {
         case .success(let value): key = value
         case .failure(let refusal): return .error(refusal)
         }
-        if case .failure(let failed) = await link.vet(url, key: key, addresses: place.addresses) { return .error(failed) }
+        // Nothing pinned: the token the satellite holds (INTERFACE.md); the same origin: that server's own.
+        let current = await pin.current()
+        let tokenSource: TokenKind?
+        let token: String?
+        do {
+            if let current {
+                let sameServer = ServerAddress(current.url).map(address.sameOrigin) ?? false
+                tokenSource = sameServer ? current.tokenSource : nil
+                token = sameServer ? try await link.tokenInUse() : nil
+            } else {
+                let inForce = try await link.tokenInForce()
+                tokenSource = inForce?.kind
+                token = inForce?.token
+            }
+        } catch {
+            return .error(error)
+        }
+        let checked: Result<Void, SatelliteError>
+        if tokenSource != nil {
+            checked = await link.vet(url, token: token, key: key, addresses: place.addresses)
+        } else {
+            checked = await link.vet(url, token: nil, healthOnly: true, key: key, addresses: place.addresses)
+        }
+        if case .failure(let failed) = checked { return .error(failed) }
         // The name Bonjour gives it, when it is advertised; else its host.
         let name = found.first { address.isAt(host: Self.advertiser($0).host, port: $0.port) }?.name ?? address.host
         do {
-            let pinned = try await pin.pin(url: url, name: name, how: .manual, key: key, addresses: place.addresses,
-                                           instance: place.instance)
+            let pinned = try await pin.pin(url: url, name: name, how: .manual, tokenSource: tokenSource, key: key,
+                                           addresses: place.addresses, instance: place.instance)
             await follow(pinned)
-            return .completed(["server": pinned.json])
+            return .completed(["server": pinned.json, "tokenLeftBehind": .bool(tokenSource == nil)])
         } catch {
             return .error(error)
         }
@@ -146,14 +178,17 @@ public actor ServerChooser {
         }
     }
 
-    /// `token set`: stores the token; the server in use is checked with it at once.
+    /// `token set`: stores the token and gives it to the server in use, which is checked with it at once.
     public func setToken(_ token: String) async -> ControlResult {
+        let given: Pin?
         do {
             try TokenFile.write(token, stateDirectory: stateDirectory)
+            given = try await pin.giveToken(.state)
         } catch {
             return .error(error)
         }
-        bus.notice(.notice, "A new token is stored.")
+        bus.notice(.notice, given.map { "A new token is stored, for \($0.url) alone." } ?? "A new token is stored.")
+        if let given { await follow(given) }
         await link.recheck()
         Task { await self.search() }
         return .completed(["stored": true])
@@ -267,8 +302,11 @@ public actor ServerChooser {
         repeat {
             searchAgain = false
             guard await pin.current() == nil, !found.isEmpty else { return }
+            // The token a discovered server is pinned with; one that is no bearer token goes nowhere.
+            let inForce: (token: String, kind: TokenKind)?
+            do { inForce = try await link.tokenInForce() } catch { return }
             let chosen = await PinPolicy.firstAccepted(found.map(Self.advertiser)) { candidate in
-                switch await link.vet(candidate.url, addresses: announcedAddresses(candidate)) {
+                switch await link.vet(candidate.url, token: inForce?.token, addresses: announcedAddresses(candidate)) {
                 case .success: return .accepted
                 case .failure(let error): return error.code == .tokenRefused ? .tokenRefused : .unhealthy
                 }
@@ -276,7 +314,8 @@ public actor ServerChooser {
             guard let chosen else { continue }
             // A person may have paired or chosen meanwhile: then ServerPin refuses, and that pin stays.
             guard let pinned = try? await pin.pin(url: chosen.url, name: chosen.name, how: .discovered,
-                                                  addresses: announcedAddresses(chosen), instance: chosen.name) else { return }
+                                                  tokenSource: inForce?.kind, addresses: announcedAddresses(chosen),
+                                                  instance: chosen.name) else { return }
             await follow(pinned)
             return
         } while searchAgain

@@ -1,7 +1,12 @@
-// Finds the token, in INTERFACE.md's order: systemd's credential, then the
-// state folder, then PARLOUR_TOKEN. It is read afresh for every request, so
-// `parlourctl token set` or a new pairing takes effect without a restart. The
-// token is handed only to the Link, which sends it only to the server in use.
+// Finds a token in one of its places (INTERFACE.md): systemd's credential, the
+// state folder, PARLOUR_TOKEN. A server gets only the token of the place its
+// pin names (pin.json's `tokenSource`), never the first that happens to hold
+// one: that is how a server and its token stay together. The first place that
+// holds a token is what a configured server and the Bonjour search start with.
+// A token is read afresh for every request, so `parlourctl token set` or a new
+// pairing takes effect without a restart, and is checked against RFC 6750's
+// character set first: one that is not a bearer token is an error naming its
+// place, and is sent nowhere. The token is handed only to the Link.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -20,22 +25,33 @@ public struct TokenStore: Sendable {
         self.environment = environment
     }
 
-    /// The token in force, or nil when there is none.
-    public func read() -> String? { find()?.token }
+    /// The first place that holds a token, or nil when none does.
+    public func inForce() -> TokenSource? {
+        candidates.first { text(at: $0) != nil }
+    }
 
-    /// Where the token in force comes from (for doctor), or nil when there is none.
-    public func source() -> TokenSource? { find()?.source }
+    /// The place of `kind`; nil for the credential when systemd gave none.
+    public func place(_ kind: TokenKind) -> TokenSource? {
+        candidates.first { $0.kind == kind }
+    }
 
-    private func find() -> (token: String, source: TokenSource)? {
-        for source in candidates {
-            let text: String?
-            switch source {
-            case .file(let path, _): text = FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) }
-            case .environment(let name): text = environment[name]
-            }
-            if let token = text.flatMap(TokenStore.clean) { return (token, source) }
+    /// The token at the place of `kind`: nil when `kind` is nil (this server gets none) or the place
+    /// holds none. Throws, naming the place, when what it holds is not a bearer token.
+    public func read(_ kind: TokenKind?) throws(SatelliteError) -> String? {
+        guard let kind, let source = place(kind), let token = text(at: source) else { return nil }
+        if let problem = BearerToken.problem(token, source: source.description) {
+            throw SatelliteError(.notPaired, problem + " Put the token alone in it, or run parlourctl token set.")
         }
-        return nil
+        return token
+    }
+
+    private func text(at source: TokenSource) -> String? {
+        let text: String?
+        switch source {
+        case .file(let path, _): text = FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) }
+        case .environment(let name): text = environment[name]
+        }
+        return text.flatMap(TokenStore.clean)
     }
 
     /// The token alone: a trailing newline (or any surrounding white space) is not part of it.

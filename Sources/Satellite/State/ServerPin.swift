@@ -2,7 +2,9 @@
 // The rules are PinPolicy's; this actor keeps the file and says what changed on
 // the bus. Easy to get wrong: a broken pin.json must not stop the daemon nor be
 // deleted behind the person's back (it is reported, and treated as no pin), and
-// server.url in the config always wins.
+// server.url in the config always wins. The pin also names its token's place
+// (`tokenSource`): a configured server's is the place in force at start, until
+// `token set` gives it the state folder's.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -16,17 +18,21 @@ public actor ServerPin {
     public nonisolated let file: String
     private let stateDirectory: String
     private let configuredURL: String?
+    private var configuredToken: TokenKind?
     private let bus: EventBus
     private let now: @Sendable () -> Date
     private let startedAt: Date
     private var stored: Pin?
 
     /// Reads pin.json. A file that cannot be read is reported on the bus and left in place.
-    public init(stateDirectory: String, configuredURL: String?, bus: EventBus, now: @escaping @Sendable () -> Date = Date.init) {
+    /// `configuredToken` is where a configured server's token is read from.
+    public init(stateDirectory: String, configuredURL: String?, configuredToken: TokenKind? = .state, bus: EventBus,
+                now: @escaping @Sendable () -> Date = Date.init) {
         let file = SatellitePaths.joined(stateDirectory, "pin.json")
         self.file = file
         self.stateDirectory = stateDirectory
         self.configuredURL = configuredURL
+        self.configuredToken = configuredToken
         self.bus = bus
         self.now = now
         startedAt = ServerPin.wholeSeconds(now())
@@ -35,30 +41,32 @@ public actor ServerPin {
 
     /// The server in use: the configured one, else the stored pin, else nil (look for one).
     public func current() -> Pin? {
-        PinPolicy.serverInUse(configuredURL: configuredURL, stored: stored, now: startedAt)
+        PinPolicy.serverInUse(configuredURL: configuredURL, stored: stored, now: startedAt, configuredToken: configuredToken)
     }
 
-    /// Pins `url` and writes pin.json. Refused when PinPolicy says so or the URL is not http(s)
-    /// with a host; a name left empty becomes the URL's host. The caller has made the checks.
+    /// Pins `url` with the token of `tokenSource` (nil: none) and writes pin.json. Refused when
+    /// PinPolicy says so or the URL is not http(s) with a host; a name left empty becomes the URL's
+    /// host. The caller has made the checks.
     @discardableResult
-    public func pin(url: String, name: String, how: PinHow, key: String? = nil, addresses: [String] = [],
-                    instance: String? = nil) throws(SatelliteError) -> Pin {
+    public func pin(url: String, name: String, how: PinHow, tokenSource: TokenKind?, key: String? = nil,
+                    addresses: [String] = [], instance: String? = nil) throws(SatelliteError) -> Pin {
         if let refusal = PinPolicy.refusalToPin(how: how, configuredURL: configuredURL, stored: stored) { throw refusal }
         let url = url.trimmed()
         guard let address = ServerAddress(url) else {
-            throw SatelliteError(.invalidRequest,
-                "\(url) is not an http or https address with a host. Give one such as http://den.local:8765.")
+            throw SatelliteError(.invalidRequest, ServerAddress.problem(url) ?? "")
         }
         let trimmedName = name.trimmed()
         var pin = Pin(url: url, name: trimmedName.isEmpty ? address.host : trimmedName, how: how,
-                      pinnedAt: ServerPin.wholeSeconds(now()), key: key)
+                      pinnedAt: ServerPin.wholeSeconds(now()), key: key, tokenSource: tokenSource)
         pin.addresses = addresses
         pin.instance = instance
         try save(pin)
         let keyed = key.map { ", and only while it shows the key \($0)" } ?? ""
-        var fields = ["server_url": pin.url, "server_name": pin.name, "how": how.rawValue]
+        let token = tokenSource.map { "its token is the one in \($0.origin)" } ?? "it gets no token until parlourctl pair or token set"
+        var fields = ["server_url": pin.url, "server_name": pin.name, "how": how.rawValue,
+                      "token_source": tokenSource?.rawValue ?? "none"]
         if let key { fields["server_key"] = key }
-        bus.notice(.notice, "Pinned \(pin.name) at \(pin.url) (\(how.rawValue)): only it gets a request or the token\(keyed).", fields)
+        bus.notice(.notice, "Pinned \(pin.name) at \(pin.url) (\(how.rawValue)): only it gets a request\(keyed), and \(token).", fields)
         return pin
     }
 
@@ -68,6 +76,18 @@ public actor ServerPin {
         pin.addresses = addresses
         try save(pin)
         return pin
+    }
+
+    /// Gives the server in use the token of `kind` (after `token set`). Returns the pin now in use.
+    @discardableResult
+    public func giveToken(_ kind: TokenKind) throws(SatelliteError) -> Pin? {
+        if PinPolicy.serverInUse(configuredURL: configuredURL, stored: nil, now: startedAt) != nil {
+            configuredToken = kind
+        } else if var pin = stored, pin.tokenSource != kind {
+            pin.tokenSource = kind
+            try save(pin)
+        }
+        return current()
     }
 
     private func save(_ pin: Pin) throws(SatelliteError) {

@@ -22,8 +22,8 @@ public enum TokenFile {
         guard !clean.isEmpty else {
             throw SatelliteError(.invalidRequest, "The token is empty. Give the token on standard input, or use token clear.")
         }
-        guard !clean.contains(where: { $0.isNewline }) else {
-            throw SatelliteError(.invalidRequest, "The token has a line break inside it. Give the token alone, on one line.")
+        if let problem = BearerToken.problem(clean, source: "standard input") {
+            throw SatelliteError(.invalidRequest, problem + " Give the token alone, on one line.")
         }
         let file = path(stateDirectory: stateDirectory)
         do {

@@ -143,7 +143,7 @@ public actor ListenStream {
                 continue
             }
             var headers: [String: String] = [:]
-            if let token = await link.streamToken() { headers["Authorization"] = "Bearer \(token)" }
+            if let token = await link.streamToken(for: server) { headers["Authorization"] = "Bearer \(token)" }
             let client = WebSocketClient.connect(url: url, headers: headers, maxMessage: Self.maxBinary,
                                                  maxText: ListenMessage.maxTextBytes, key: await link.streamKey(),
                                                  addresses: await link.streamAddresses())

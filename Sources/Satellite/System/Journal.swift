@@ -46,9 +46,10 @@ public struct Journal: Sendable {
 
     public func write(_ record: JournalRecord) {
         if native, sendNative(record) { return }
-        var line = "\(record.priority.word): \(record.message)"
+        // A server's or Bonjour's words in a message could otherwise forge a line of their own.
+        var line = "\(record.priority.word): \(record.message.shown)"
         for key in record.fields.keys.sorted() where key != "EVENT" {
-            line += " \(key.lowercased())=\(Journal.quoted(record.fields[key]!))"
+            line += " \(key.lowercased().shown)=\(Journal.quoted(record.fields[key]!.shown))"
         }
         line += "\n"
         _ = Array(line.utf8).withUnsafeBytes { try? POSIX.writeAll(2, $0) }

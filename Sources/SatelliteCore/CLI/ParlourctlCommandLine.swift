@@ -118,8 +118,11 @@ public enum ParlourctlCommandLine {
         },
         CommandSpec(name: "use", abstract: "Pin a server by hand; the token stays as it is.",
                     discussion: """
-                        The server is pinned only when /health answers and /v1/models accepts
-                        the token. An https server whose certificate no authority vouches for
+                        On the server in use (the same scheme, host and port), or with
+                        nothing pinned, the token goes with it: the server is pinned only when
+                        /health answers and /v1/models accepts the token. Anywhere else the
+                        token stays behind with its own server: only /health is checked, and
+                        the new server gets a token by pair or token set. An https server whose certificate no authority vouches for
                         shows the SHA-256 of its public key and is asked about; the key is
                         pinned either way.
                         """,

@@ -2,7 +2,7 @@
 // attempts with back-off, short timeouts, and which answers are worth another
 // try. Kept apart from the sending so the rules are tested without a network.
 
-/// The delivery rules for callbacks (README, "Callbacks").
+/// The delivery rules for callbacks (docs/callbacks.md).
 public enum CallbackPolicy {
     /// Tries in all, the first included.
     public static let attempts = 4

@@ -35,14 +35,12 @@ public struct CallbackURL: Sendable, Equatable, CustomStringConvertible {
         guard text.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) }) else {
             return "has spaces, control characters or letters outside ASCII; write them with %-escapes"
         }
-        guard ServerAddress(text) != nil else {
-            return "is not an http:// or https:// URL with a host (and a port from 1 to 65535, if any)"
-        }
-        let afterScheme = text[text.firstRange(of: "://")!.upperBound...]
-        let authority = afterScheme.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        guard !authority.contains("@") else {
+        guard !ServerAddress.userInfo(in: text) else {
             return "has a user name or password in it, and the satellite sends no credentials with a callback; "
                 + "put what the receiver needs in the query"
+        }
+        guard ServerAddress(text) != nil else {
+            return "is not an http:// or https:// URL with a host (and a port from 1 to 65535, if any)"
         }
         if let taken = queryNames(of: text).first(where: reservedNames.contains) {
             return "already has \"\(taken)\" in its query, a name the satellite adds (status, response, reason, error); "

@@ -22,7 +22,7 @@ public struct SatelliteConfig: Sendable, Equatable {
         case local
     }
 
-    /// The local wake word (README, "The satellite's own wake word"), used when `wake` is `local`.
+    /// The local wake word (docs/wake-word.md), used when `wake` is `local`.
     public struct WakeWord: Sendable, Equatable {
         /// A model shipped with the package (`WakeWordFolder.shippedModels`), or a manifest's absolute path.
         public var model: String
@@ -83,7 +83,7 @@ public struct SatelliteConfig: Sendable, Equatable {
         }
     }
 
-    /// The state hook (README, "State hooks").
+    /// The state hook (docs/hooks.md).
     public struct Hooks: Sendable, Equatable {
         /// The command run on every state change, split like a shell would but run without one; `""`: none.
         public var onState: String
@@ -96,7 +96,7 @@ public struct SatelliteConfig: Sendable, Equatable {
         }
     }
 
-    /// The short sounds that mark listening, its end and errors (README, "Sounds").
+    /// The short sounds that mark listening, its end and errors (docs/sounds.md).
     public struct Sounds: Sendable, Equatable {
         /// `"builtin"` for the satellite's own sound, `""` for none, or an absolute path to a WAV file.
         public var awake: String
@@ -121,7 +121,7 @@ public struct SatelliteConfig: Sendable, Equatable {
         }
     }
 
-    /// What the satellite says itself when the house cannot be reached (README, "A voice of its own").
+    /// What the satellite says itself when the house cannot be reached (docs/offline-voice.md).
     public struct Offline: Sendable, Equatable {
         /// Whether it says anything at all.
         public var speak: Bool

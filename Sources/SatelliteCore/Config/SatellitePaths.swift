@@ -41,15 +41,16 @@ public struct SatellitePaths: Sendable, Equatable {
                               stateDirectory: state, socket: socket)
     }
 
-    /// Where the token may be, in the order to try: the first that holds a token wins. A file of white
-    /// space alone holds none: under the unit the credential file always exists, as a lone newline when
-    /// /etc/parlour-satellite/token is absent (systemd 252 needs that default; README "The service").
+    /// Where the token may be, in INTERFACE.md's order: for a configured server the first that holds a
+    /// token wins; any other pin names its own (pin.json's `tokenSource`). A file of white space alone
+    /// holds none: under the unit the credential file always exists, as a lone newline when
+    /// /etc/parlour-satellite/token is absent (systemd 252 needs that default; docs/service.md).
     public static func tokenCandidates(stateDirectory: String, environment: [String: String]) -> [TokenSource] {
         var sources: [TokenSource] = []
         if let credentials = environment["CREDENTIALS_DIRECTORY"], !credentials.isEmpty {
-            sources.append(.file(path: joined(credentials, "token"), origin: "the systemd credential"))
+            sources.append(.file(path: joined(credentials, "token"), kind: .credential))
         }
-        sources.append(.file(path: joined(stateDirectory, "token"), origin: "the state folder"))
+        sources.append(.file(path: joined(stateDirectory, "token"), kind: .state))
         sources.append(.environment(name: "PARLOUR_TOKEN"))
         return sources
     }
@@ -71,16 +72,42 @@ public struct SatellitePaths: Sendable, Equatable {
     }
 }
 
+/// Which of the token's places a pin's token comes from, as pin.json's `tokenSource` names it.
+public enum TokenKind: String, Sendable, Equatable, CaseIterable {
+    /// systemd's credential, `$CREDENTIALS_DIRECTORY/token`.
+    case credential
+    /// `<state>/token`, written by pairing and `parlourctl token set`.
+    case state
+    /// `PARLOUR_TOKEN`.
+    case environment
+
+    /// For people: "the systemd credential", "the state folder", "PARLOUR_TOKEN".
+    public var origin: String {
+        switch self {
+        case .credential: "the systemd credential"
+        case .state: "the state folder"
+        case .environment: "PARLOUR_TOKEN"
+        }
+    }
+}
+
 /// A place the token may come from. Reading it is the token store's job; this only names it.
 public enum TokenSource: Sendable, Equatable, CustomStringConvertible {
-    /// A file holding the token alone; `origin` says what put it there, for status and doctor.
-    case file(path: String, origin: String)
+    /// A file holding the token alone.
+    case file(path: String, kind: TokenKind)
     /// An environment variable holding the token.
     case environment(name: String)
 
+    public var kind: TokenKind {
+        switch self {
+        case .file(_, let kind): kind
+        case .environment: .environment
+        }
+    }
+
     public var description: String {
         switch self {
-        case .file(let path, let origin): "\(path) (\(origin))"
+        case .file(let path, let kind): "\(path) (\(kind.origin))"
         case .environment(let name): "$\(name)"
         }
     }

@@ -1,5 +1,5 @@
 // The closed set of errors a request can end with (INTERFACE.md, "Results").
-// Callers switch on these words, so a new one is added here and in the README.
+// Callers switch on these words, so a new one is added here and in docs/parlourctl.md.
 
 /// Why a request failed, as a caller switches on it.
 public enum ErrorCode: String, Sendable, CaseIterable, Equatable {

@@ -1,5 +1,8 @@
 // What parlourctl prints for a result: a human sentence by default, the result
-// object with --json. Pure, so the words are tested without a daemon.
+// object with --json. Pure, so the words are tested without a daemon. Names,
+// addresses and words that came from a link, Bonjour or a server are shown
+// escaped (DisplayText), each field on its own, so none can forge a line or
+// steer the terminal; every line is escaped once more on its way out.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -14,10 +17,15 @@ public enum ResultText {
                               plain: Bool = false) -> (out: String, err: String) {
         if json { return (result.json.text + "\n", "") }
         switch result {
-        case .error(let e): return ("", "Error: \(e.message)\n")
+        case .error(let e): return ("", "Error: \(e.message.shown)\n")
         case .cancelled(let reason): return ("", "Cancelled: \(reason.sentence)\n")
-        case .completed(let response): return (completed(command, response, plain: plain), "")
+        case .completed(let response): return (lines(completed(command, response, plain: plain)), "")
         }
+    }
+
+    /// `text` with each of its lines escaped: what no field escaped on its own can reach the terminal.
+    static func lines(_ text: String) -> String {
+        text.split(separator: "\n", omittingEmptySubsequences: false).map(\.shown).joined(separator: "\n")
     }
 
     /// Whether to print ASCII marks rather than ✓ and ✗: unless the locale (LC_ALL, else
@@ -55,7 +63,13 @@ public enum ResultText {
         case .servers: return servers(r)
         case .pair:
             return "Paired with \(pinned(r["server"])). The token is stored, and only this server gets it.\n"
-        case .use: return "Pinned \(pinned(r["server"])) by hand. Only this server gets a request or the token.\n"
+                + "Address: \(origin(r["server"]))\n"
+        case .use:
+            let token = r["tokenLeftBehind"]?.boolValue == true
+                ? "The token stayed behind with the server it belongs to: this one gets none until parlourctl pair LINK "
+                    + "or parlourctl token set."
+                : "Only this server gets a request or its token."
+            return "Pinned \(pinned(r["server"])) by hand. \(token)\nAddress: \(origin(r["server"]))\n"
         case .unpin:
             guard let forgotten = r["forgotten"], forgotten != .null else {
                 return "Nothing was pinned. The satellite is looking for a server.\n"
@@ -87,7 +101,7 @@ public enum ResultText {
         case .serverPipeline: return serverPipeline(r)
         case .serverDoctor: return serverDoctor(r)
         case .serverLogs:
-            let lines = (r["lines"]?.arrayValue ?? []).compactMap(\.stringValue)
+            let lines = (r["lines"]?.arrayValue ?? []).compactMap(\.stringValue).map(\.shown)
             return lines.isEmpty ? "The \(r["service"]?.stringValue ?? "") log is empty.\n" : lines.joined(separator: "\n") + "\n"
         case .serverRestartAgent:
             return "The server's agent is restarting; the house stops answering for a few seconds.\n"
@@ -167,7 +181,12 @@ public enum ResultText {
 
     /// "NAME at URL" for a pin object.
     static func pinned(_ pin: JSONValue?) -> String {
-        "\(pin?["name"]?.stringValue ?? "?") at \(pin?["url"]?.stringValue ?? "?")"
+        "\((pin?["name"]?.stringValue ?? "?").shown) at \((pin?["url"]?.stringValue ?? "?").shown)"
+    }
+
+    /// `scheme://host:port` of a pin object: where everything would go.
+    static func origin(_ pin: JSONValue?) -> String {
+        (pin?["url"]?.stringValue.flatMap(ServerAddress.init)?.origin ?? "?").shown
     }
 
     static func servers(_ r: JSONValue) -> String {
@@ -177,10 +196,10 @@ public enum ResultText {
         }
         return list.map { s in
             let mark = s["pinned"]?.boolValue == true ? "* " : "  "
-            let addresses = (s["addresses"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: " ")
+            let addresses = (s["addresses"]?.arrayValue ?? []).compactMap(\.stringValue).map(\.shown).joined(separator: " ")
             let txt = (s["txt"]?.objectValue ?? [:]).sorted { $0.key < $1.key }
-                .map { "\($0.key)=\($0.value.stringValue ?? "")" }.joined(separator: " ")
-            return "\(mark)\(s["name"]?.stringValue ?? "?")  \(s["url"]?.stringValue ?? "?")"
+                .map { "\($0.key.shown)=\(($0.value.stringValue ?? "").shown)" }.joined(separator: " ")
+            return "\(mark)\((s["name"]?.stringValue ?? "?").shown)  \((s["url"]?.stringValue ?? "?").shown)"
                 + (s["pinned"]?.boolValue == true ? "  (pinned)" : "")
                 + "\n    addresses: \(addresses.isEmpty ? "-" : addresses)\n    txt: \(txt.isEmpty ? "-" : txt)\n"
         }.joined()
@@ -197,7 +216,7 @@ public enum ResultText {
     /// One watch event as a line.
     public static func event(_ e: JSONValue, json: Bool) -> String {
         if json { return e.text + "\n" }
-        return "\(e["event"]?.stringValue ?? "?"): \(e["message"]?.stringValue ?? "")\n"
+        return "\((e["event"]?.stringValue ?? "?").shown): \((e["message"]?.stringValue ?? "").shown)\n"
     }
 
     static func status(_ s: JSONValue) -> String {
@@ -205,25 +224,30 @@ public enum ResultText {
             switch v {
             case .bool(true)?: return "yes"
             case .bool(false)?: return "no"
-            case .string(let t)?: return t.isEmpty ? "-" : t
+            case .string(let t)?: return t.isEmpty ? "-" : t.shown
             default: return "unknown"
             }
         }
         func device(_ d: JSONValue?, named key: String = "device") -> String {
-            let name = d?[key]?.stringValue ?? "?"
+            let name = (d?[key]?.stringValue ?? "?").shown
             switch d?["ok"] {
             case .bool(true)?: return "\(name) (works)"
-            case .bool(false)?: return "\(name) (not working: \(d?["error"]?.stringValue ?? "unknown reason"))"
+            case .bool(false)?: return "\(name) (not working: \((d?["error"]?.stringValue ?? "unknown reason").shown))"
             default: return "\(name) (not checked yet)"
             }
         }
         let server = s["server"]
         var serverLine = "none"
+        var addressLine = ""
         if let url = server?["url"]?.stringValue {
-            serverLine = url
-            if let name = server?["name"]?.stringValue { serverLine = "\(name) at \(url)" }
-            if let how = server?["how"]?.stringValue { serverLine += ", \(how)" }
+            serverLine = url.shown
+            if let name = server?["name"]?.stringValue { serverLine = "\(name.shown) at \(url.shown)" }
+            if let how = server?["how"]?.stringValue { serverLine += ", \(how.shown)" }
             serverLine += "; reachable: \(word(server?["reachable"])); token accepted: \(word(server?["tokenAccepted"]))"
+            addressLine = "Address:    \(origin(server))\n"
+            let token = server?["tokenSource"]?.stringValue.flatMap(TokenKind.init(rawValue:))
+            addressLine += "Token:      " + (token.map { "the one in \($0.origin), sent to this server alone" }
+                ?? "none goes to this server (parlourctl pair LINK or parlourctl token set gives it one)") + "\n"
         }
         // Only with a local wake word, as in the JSON.
         let wakeWordLine = s["wakeWord"].map { "\nWake word:  \(device($0, named: "model"))" } ?? ""
@@ -233,7 +257,7 @@ public enum ResultText {
             Room:       \(word(s["room"]))
             Transport:  \(word(s["transport"])) (wake: \(word(s["wake"])))
             Server:     \(serverLine)
-            Bonjour:    \(word(s["bonjour"]))
+            \(addressLine)Bonjour:    \(word(s["bonjour"]))
             Microphone: \(device(s["microphone"]))
             Speaker:    \(device(s["speaker"]))\(wakeWordLine)
             Muted:      \(word(s["muted"]))

@@ -36,8 +36,9 @@ public struct DoctorReport: Sendable, Equatable {
         func padded(_ name: String) -> String { name + String(repeating: " ", count: max(1, width - name.count)) }
         var out = ""
         for check in checks {
-            out += "\(Self.mark(check.status, plain: plain)) \(padded(check.name.rawValue))\(check.detail)\n"
-            if let fix = check.fix { out += "  \(String(repeating: " ", count: width))fix: \(fix)\n" }
+            // A detail may quote a server's or Bonjour's words: shown escaped, so it cannot forge a line.
+            out += "\(Self.mark(check.status, plain: plain)) \(padded(check.name.rawValue))\(check.detail.shown)\n"
+            if let fix = check.fix { out += "  \(String(repeating: " ", count: width))fix: \(fix.shown)\n" }
         }
         let failed = checks.filter { $0.status == .fail }.count
         let warned = checks.filter { $0.status == .warn }.count

@@ -230,10 +230,21 @@ public enum DoctorRules {
         case refused
         /// The server did not answer, or answered with something else; the message says what.
         case unchecked(String)
+        /// The server in use was pinned without a token (`use` moved to another origin).
+        case noneForServer
+        /// What the token's place holds is not a bearer token; the message says why.
+        case unusable(String)
     }
 
-    /// `source` is where the token in force comes from, nil when there is none.
+    /// `source` is where the token of the server in use (`url`) comes from (with none pinned, the
+    /// first place holding one), nil when there is none.
     public static func token(source: TokenSource?, _ finding: TokenFinding, url: String?) -> DoctorCheck {
+        if finding == .noneForServer {
+            return DoctorCheck(.token, .fail,
+                "\(url ?? "The server in use") was pinned with parlourctl use away from the server the token belongs to, "
+                    + "so it gets no token and will refuse requests.",
+                fix: "parlourctl pair LINK   # with a link from parlour pair on that server; or: parlourctl token set < token-file")
+        }
         guard let source else {
             return DoctorCheck(.token, .fail, "There is no token, so no server will take a request from this satellite.", fix: pairFix)
         }
@@ -242,12 +253,16 @@ public enum DoctorRules {
         case .noServer:
             return DoctorCheck(.token, .warn, "There is a token (\(from)), but no server to check it with.", fix: pairFix)
         case .accepted:
-            return DoctorCheck(.token, .ok, "The token (\(from)) opens \(url ?? "the server"): /v1/models took it.")
+            return DoctorCheck(.token, .ok, "The token (\(from)) goes to \(url ?? "the server") alone, and /v1/models took it.")
+        case .noneForServer:
+            return DoctorCheck(.token, .fail, "\(url ?? "The server in use") gets no token.", fix: pairFix)
+        case .unusable(let why):
+            return DoctorCheck(.token, .fail, why, fix: "parlourctl token set < token-file   # the token alone, on one line")
         case .refused:
-            // Pairing stores a token in the state folder, which wins over PARLOUR_TOKEN but not over systemd's credential.
+            // This server was pinned with systemd's credential: the file LoadCredential names holds its token.
             let fix = source.isCredential
-                ? "systemctl cat parlour-satellite | grep LoadCredential   # the token file it names wins over pairing: "
-                    + "put the right token there, then \(restart)"
+                ? "systemctl cat parlour-satellite | grep LoadCredential   # this server's token comes from the file it names: "
+                    + "put the right token there, then \(restart) (or pair, which gives it the link's token)"
                 : pairFix
             return DoctorCheck(.token, .fail, "\(url ?? "The server") refused the token (\(from)).", fix: fix)
         case .unchecked(let why):
@@ -334,8 +349,7 @@ public enum DoctorRules {
 extension TokenSource {
     /// Whether this is systemd's credential, which wins over anything pairing stores.
     var isCredential: Bool {
-        if case .file(_, let origin) = self { return origin.contains("credential") }
-        return false
+        kind == .credential
     }
 }
 

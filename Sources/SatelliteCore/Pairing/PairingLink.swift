@@ -2,7 +2,8 @@
 // parlour://pair?url=http%3A%2F%2Fden.local%3A8765&token=...&name=...
 // It carries the address and the token at once, so the two cannot come from
 // different servers. Easy to get wrong: values are encodeURIComponent text, so
-// a `+` is a plus and never a space; and no refusal may quote the token.
+// a `+` is a plus and never a space; and no refusal may quote the token or
+// the URL (it may hold a password).
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -49,8 +50,10 @@ public struct PairingLink: Sendable, Equatable {
 
         let values = try fields(of: query)
         guard let url = values["url"] else { throw .noURL }
+        guard !ServerAddress.userInfo(in: url) else { throw .userInURL }
         guard let address = ServerAddress(url) else { throw .notWebAddress }
         guard let token = values["token"] else { throw .noToken }
+        guard BearerToken.isValid(token) else { throw .badToken(BearerToken.problem(token, source: "the pairing link")!) }
         return PairingLink(url: url, token: token, name: values["name"] ?? address.host)
     }
 
@@ -99,7 +102,7 @@ public struct PairingLink: Sendable, Equatable {
 
     /// Why a link was refused. The sentences name the part at fault, never its value.
     enum Refusal: Error, Equatable {
-        case notALink, whiteSpaceInside, otherScheme, otherHost, badEncoding(String?), noURL, notWebAddress, noToken
+        case notALink, whiteSpaceInside, otherScheme, otherHost, badEncoding(String?), noURL, notWebAddress, userInURL, noToken, badToken(String)
 
         private static let fix = "Copy the whole link that `parlour pair` prints on the server."
 
@@ -120,6 +123,11 @@ public struct PairingLink: Sendable, Equatable {
                 "The link has no server address (url=); it may have been cut short. \(Refusal.fix)"
             case .notWebAddress:
                 "The link's server address (url=) is not an http or https address with a host. \(Refusal.fix)"
+            case .userInURL:
+                "The link's server address (url=) has a user name or password in it, which the satellite never sends. "
+                    + "This is not a link `parlour pair` makes: \(Refusal.fix)"
+            case .badToken(let problem):
+                "\(problem) \(Refusal.fix)"
             case .noToken:
                 "The link has no token (token=); it may have been cut short. \(Refusal.fix)"
             }

@@ -2,6 +2,8 @@
 // <state>/pin.json (INTERFACE.md). Easy to get wrong: the file is read at every
 // start, so a broken one must be named with the way out (`parlourctl unpin`),
 // and `configured` is never written there: the config says that, not the file.
+// `tokenSource` says which of the token's places belongs to this server (never
+// the token): a request carries that token or none (INTERFACE.md token rules).
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -21,19 +23,25 @@ public struct Pin: Sendable, Equatable {
     public var addresses: [String] = []
     /// The Bonjour instance name that announced it, if one did: the only voice a move is heard from.
     public var instance: String?
+    /// Where this server's token is read from; nil: this server gets no token (until `pair` or `token set`).
+    public var tokenSource: TokenKind?
 
-    public init(url: String, name: String, how: PinHow, pinnedAt: Date, key: String? = nil) {
+    public init(url: String, name: String, how: PinHow, pinnedAt: Date, key: String? = nil,
+                tokenSource: TokenKind? = .state) {
         self.url = url
         self.name = name
         self.how = how
         self.pinnedAt = pinnedAt
         self.key = key
+        self.tokenSource = tokenSource
     }
 
-    /// `{"how","name","pinnedAt","url"}`, with `pinnedAt` in ISO 8601 (UTC, whole seconds).
+    /// `{"how","name","pinnedAt","tokenSource","url"}`, with `pinnedAt` in ISO 8601 (UTC, whole
+    /// seconds) and `tokenSource` `"credential"`, `"state"`, `"environment"` or null.
     public var json: JSONValue {
         var fields: [String: JSONValue] = ["url": .string(url), "name": .string(name), "how": .string(how.rawValue),
-                                           "pinnedAt": .string(pinnedAt.formatted(.iso8601))]
+                                           "pinnedAt": .string(pinnedAt.formatted(.iso8601)),
+                                           "tokenSource": .from(tokenSource?.rawValue)]
         if let key { fields["key"] = .string(key) }
         if !addresses.isEmpty { fields["addresses"] = .array(addresses.map(JSONValue.string)) }
         if let instance { fields["instance"] = .string(instance) }
@@ -43,7 +51,8 @@ public struct Pin: Sendable, Equatable {
     /// The bytes of pin.json: the JSON and a newline.
     public var fileData: Data { Data((json.text + "\n").utf8) }
 
-    /// Reads pin.json. `file` is the path, for the error; keys other than the four are ignored.
+    /// Reads pin.json. `file` is the path, for the error; other keys are ignored. A pin.json from before
+    /// `tokenSource` was written has its token in the state folder, where pairing and `token set` put it.
     public static func decode(_ data: Data, file: String) throws(PinFileError) -> Pin {
         let value: JSONValue
         do { value = try JSONValue.parse(data) } catch { throw PinFileError(file: file, problem: error.description) }
@@ -78,7 +87,17 @@ public struct Pin: Sendable, Equatable {
                 throw PinFileError(file: file, problem: "\"key\" should be \"sha256/\" and the base64 of a SHA-256")
             }
         }
-        var pin = Pin(url: url, name: name, how: how, pinnedAt: pinnedAt, key: key)
+        var tokenSource: TokenKind? = .state
+        switch fields["tokenSource"] {
+        case nil: break
+        case .null?: tokenSource = nil
+        case let field?:
+            guard let kind = field.stringValue.flatMap(TokenKind.init(rawValue:)) else {
+                throw PinFileError(file: file, problem: "\"tokenSource\" should be \"credential\", \"state\", \"environment\" or null")
+            }
+            tokenSource = kind
+        }
+        var pin = Pin(url: url, name: name, how: how, pinnedAt: pinnedAt, key: key, tokenSource: tokenSource)
         if let list = fields["addresses"] {
             guard let items = list.arrayValue?.compactMap(\.stringValue), items.count == list.arrayValue?.count,
                   items.allSatisfy(PinMoves.isAddress) else {

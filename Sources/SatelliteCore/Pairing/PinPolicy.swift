@@ -43,10 +43,12 @@ public enum PinPolicy {
     }
 
     /// The server in use: `server.url` from the config (`configured`), else the stored pin,
-    /// else nil, and the satellite must look. `now` stands as `pinnedAt` of a configured server.
-    public static func serverInUse(configuredURL: String?, stored: Pin?, now: Date) -> Pin? {
+    /// else nil, and the satellite must look. `now` stands as `pinnedAt` of a configured server, and
+    /// `configuredToken` as its token's place.
+    public static func serverInUse(configuredURL: String?, stored: Pin?, now: Date, configuredToken: TokenKind? = .state) -> Pin? {
         if let url = configured(configuredURL) {
-            return Pin(url: url, name: ServerAddress(url)?.host ?? url, how: .configured, pinnedAt: now)
+            return Pin(url: url, name: ServerAddress(url)?.host ?? url, how: .configured, pinnedAt: now,
+                       tokenSource: configuredToken)
         }
         guard let stored, stored.how != .configured else { return nil }
         return stored
@@ -88,9 +90,9 @@ public enum PinPolicy {
         return nil
     }
 
-    /// The pin for a server found by Bonjour and accepted.
-    public static func pin(discovered server: Advertiser, at date: Date) -> Pin {
-        Pin(url: server.url, name: server.name, how: .discovered, pinnedAt: date)
+    /// The pin for a server found by Bonjour and accepted with the token of `tokenSource`.
+    public static func pin(discovered server: Advertiser, at date: Date, tokenSource: TokenKind? = .state) -> Pin {
+        Pin(url: server.url, name: server.name, how: .discovered, pinnedAt: date, tokenSource: tokenSource)
     }
 
     /// Whether `server` advertises the pinned server itself (same host and port).

@@ -1,8 +1,9 @@
 // The scheme, host and port of a server URL, read by hand. The pairing link,
 // pin.json and the pinning rules all ask "is this an http(s) address with a
 // host, and which host and port is it?", and must answer alike. Easy to get
-// wrong: IPv6 hosts come in brackets, a host may end in a dot, and a URL with
-// no port means 80 or 443.
+// wrong: IPv6 hosts come in brackets, a host may end in a dot, a URL with
+// no port means 80 or 443, and a URL with "user:password@" is refused
+// everywhere (the satellite's one credential is its token).
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -18,15 +19,16 @@ public struct ServerAddress: Sendable, Equatable {
     /// The port written in the URL, or 80 / 443 for the scheme.
     public let port: Int
 
-    /// Reads `url`; nil when it is not http or https, has no host, or has a port that is not one.
+    /// Reads `url`; nil when it is not http or https, has no host, has a user or password, or has a
+    /// port that is not one.
     public init?(_ url: String) {
         let text = url.trimmed()
         guard let colon = text.firstIndex(of: ":") else { return nil }
         let scheme = text[..<colon].lowercased()
         guard scheme == "http" || scheme == "https", text[colon...].hasPrefix("://") else { return nil }
         let afterSlashes = text.index(colon, offsetBy: 3)
-        var authority = text[afterSlashes...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        let authority = text[afterSlashes...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        guard !authority.contains("@") else { return nil }
 
         var host: Substring
         var portText: Substring?
@@ -68,5 +70,32 @@ public struct ServerAddress: Sendable, Equatable {
         while h.hasSuffix(".") { h.removeLast() }
         return h
     }
-}
 
+    /// `scheme://host:port`, always with the port and IPv6 in brackets: where everything would go.
+    public var origin: String {
+        "\(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(port)"
+    }
+
+    /// Whether `other` is the same origin (scheme, host and port), so the same server's token may go to it.
+    public func sameOrigin(as other: ServerAddress) -> Bool {
+        scheme == other.scheme && isAt(host: other.host, port: other.port)
+    }
+
+    /// Why `url` is not a server address, in words that never quote it (it may hold a password);
+    /// nil when it is one.
+    public static func problem(_ url: String) -> String? {
+        guard ServerAddress(url) == nil else { return nil }
+        if userInfo(in: url) {
+            return "The address has a user name or password in it (user:password@), which the satellite never sends: "
+                + "its only credential is the token, and that goes to the server alone. Give the address without it, "
+                + "such as http://den.local:8765."
+        }
+        return "\(url.shown) is not an http or https address with a host. Give one such as http://den.local:8765."
+    }
+
+    /// Whether the authority of `url` has "user@" or "user:password@".
+    public static func userInfo(in url: String) -> Bool {
+        guard let slashes = url.firstRange(of: "://") else { return false }
+        return url[slashes.upperBound...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }.contains("@")
+    }
+}

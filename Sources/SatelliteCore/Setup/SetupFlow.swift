@@ -234,6 +234,10 @@ public struct SetupFlow: Sendable {
     /// The end of `pair` (`chosen` nil) or of `use`.
     private mutating func connected(_ result: ControlResult, to chosen: Server?) -> SetupAction {
         switch (result, chosen) {
+        // `use` on another server than the token's pins it without one (INTERFACE.md): it needs its own.
+        case (.completed(let response), let chosen?) where response["tokenLeftBehind"]?.boolValue == true:
+            say("\(chosen.name) answers, and asks for a token this satellite does not have yet.\n")
+            return askToken(for: chosen)
         case (.completed(let response), _):
             let pin = response["server"]
             let url = pin?["url"]?.stringValue ?? chosen?.url ?? "?"

@@ -62,18 +62,23 @@ public struct ServerHealth: Sendable, Equatable {
     public var how: PinHow?
     public var reachable: Bool?
     public var tokenAccepted: Bool?
+    /// Which token goes to this server: the place its pin names, nil for none.
+    public var tokenSource: TokenKind?
 
-    public init(url: String? = nil, name: String? = nil, how: PinHow? = nil, reachable: Bool? = nil, tokenAccepted: Bool? = nil) {
+    public init(url: String? = nil, name: String? = nil, how: PinHow? = nil, reachable: Bool? = nil, tokenAccepted: Bool? = nil,
+                tokenSource: TokenKind? = nil) {
         self.url = url
         self.name = name
         self.how = how
         self.reachable = reachable
         self.tokenAccepted = tokenAccepted
+        self.tokenSource = tokenSource
     }
 
     public var json: JSONValue {
         ["url": .from(url), "name": .from(name), "how": .from(how?.rawValue),
-         "reachable": reachable.map(JSONValue.bool) ?? .null, "tokenAccepted": tokenAccepted.map(JSONValue.bool) ?? .null]
+         "reachable": reachable.map(JSONValue.bool) ?? .null, "tokenAccepted": tokenAccepted.map(JSONValue.bool) ?? .null,
+         "tokenSource": .from(tokenSource?.rawValue)]
     }
 }
 

@@ -1,6 +1,6 @@
 // Time bounds the tests may set small, so a test of a 10 s timeout need not
 // wait 10 s. They are read from the environment, are not config keys, and are
-// for tests only: README.md's development section lists them. A value out of
+// for tests only: docs/architecture.md lists them. A value out of
 // range or unreadable is ignored (the real bound applies).
 
 /// A time bound that a test may shorten.

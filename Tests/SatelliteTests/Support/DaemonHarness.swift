@@ -134,6 +134,11 @@ final class DaemonHarness: Sendable {
         try await Subprocess.run(Package.binDirectory + "/parlourctl", arguments, environment: environment, input: input)
     }
 
+    /// Runs `parlourctl ARGS` with its standard input held open until `release` returns.
+    func ctl(_ arguments: String..., holdingInputUntil release: @escaping @Sendable () async -> Void) async throws -> Finished {
+        try await Subprocess.run(Package.binDirectory + "/parlourctl", arguments, environment: environment, holdingInputUntil: release)
+    }
+
     /// The result object of `parlourctl --json ARGS`.
     func result(_ arguments: String...) async throws -> JSONValue {
         let done = try await Subprocess.run(Package.binDirectory + "/parlourctl", ["--json"] + arguments, environment: environment)

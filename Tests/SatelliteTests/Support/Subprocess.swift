@@ -10,9 +10,17 @@ struct Finished: Sendable {
 }
 
 enum Subprocess {
-    /// Runs to the end and returns its exit status and output.
+    /// Runs to the end and returns its exit status and output; `input`, when given, is its
+    /// standard input (else /dev/null).
     static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
                     input: String? = nil) async throws -> Finished {
+        try await run(executable, arguments, environment: environment, input: input, holdingInputUntil: nil)
+    }
+
+    /// Runs to the end with standard input a pipe that stays open, after `input`, until
+    /// `release` returns (for `listen --hold`, which ends when its standard input closes).
+    static func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+                    input: String? = nil, holdingInputUntil release: (@Sendable () async -> Void)?) async throws -> Finished {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sub-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -26,18 +34,17 @@ enum Subprocess {
         process.standardOutput = try FileHandle(forWritingTo: outURL)
         process.standardError = try FileHandle(forWritingTo: errURL)
         let stdin = Pipe()
-        process.standardInput = input == nil ? FileHandle.nullDevice : stdin
-        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do {
-                try process.run()
-                if let input {
-                    stdin.fileHandleForWriting.write(Data(input.utf8))
-                    try? stdin.fileHandleForWriting.close()
-                }
-            } catch {
-                continuation.resume(throwing: error)
-            }
+        process.standardInput = input == nil && release == nil ? FileHandle.nullDevice : stdin
+        let (ended, ending) = AsyncStream.makeStream(of: Int32.self)
+        process.terminationHandler = { ending.yield($0.terminationStatus) }
+        try process.run()
+        if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
+        if let release { await release() }
+        try? stdin.fileHandleForWriting.close()
+        var status: Int32 = -1
+        for await code in ended {
+            status = code
+            break
         }
         return Finished(status: status,
                         out: (try? String(contentsOf: outURL, encoding: .utf8)) ?? "",

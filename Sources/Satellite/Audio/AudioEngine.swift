@@ -1,0 +1,142 @@
+// The audio thread. One thread drives every open PCM, the microphone's and the
+// speaker's, polling them together (snd_pcm_poll_descriptors, and a pipe that
+// wakes it for commands), so a captured period is handed on in the
+// wake-up that read it and the speaker is written when it asks for a period:
+// one wake-up per period while streaming, none while nothing is open. The
+// blocking snd_pcm_open runs here too (`run`), never on Swift's pool.
+// Both sides are serviced in one loop on one clock; that is where the echo
+// reference will be taken (what playback wrote, with its delay, beside what
+// capture read, with its delay). Easy to get wrong: once attached, a handle is
+// touched by this thread alone; nothing here waits on a device, so a side that
+// underruns or overruns is recovered without stalling the other.
+import CALSA
+import Glibc
+import SatelliteCore
+import Synchronization
+
+/// A PCM the engine drives. Its methods are called on the audio thread only.
+protocol AudioEngineSide: AnyObject {
+    /// The PCM polled while `polls` is true.
+    var handle: OpaquePointer { get }
+    /// Whether its descriptors are polled now (a speaker waiting out its last periods is not).
+    var polls: Bool { get }
+    /// When it wants servicing even if its PCM says nothing (CLOCK_MONOTONIC ns), or nil.
+    var deadline: UInt64? { get }
+    /// Once, when attached; false when it ended already (it has closed its PCM).
+    func begin() -> Bool
+    /// After every wake-up, with what poll said of its PCM (0 when it said nothing); false once it
+    /// has ended (it has closed its PCM) and is let go.
+    func service(revents: UInt16, now: UInt64) -> Bool
+}
+
+/// The one thread that owns the open PCMs and polls them together.
+public final class AudioEngine: @unchecked Sendable {
+    /// The process's audio thread: the microphone and the speaker meet here.
+    public static let shared = AudioEngine()
+
+    /// A pipe's ends: a byte written wakes the thread (Glibc's module has no eventfd).
+    private let wakeFD: Int32
+    private let wakeWriteFD: Int32
+    /// Work for the thread, and whether the thread runs yet (it starts with the first work).
+    private let inbox = Mutex<(jobs: [@Sendable () -> Void], running: Bool)>(([], false))
+    /// The PCMs being driven. The audio thread's alone.
+    private var sides: [any AudioEngineSide] = []
+
+    public init() {
+        var ends: [Int32] = [-1, -1]
+        precondition(pipe(&ends) == 0, "pipe failed: \(errno)")
+        for end in ends {
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(end, F_SETFL, O_NONBLOCK)
+        }
+        (wakeFD, wakeWriteFD) = (ends[0], ends[1])
+    }
+
+    /// Runs `job` on the audio thread, before its next poll.
+    func perform(_ job: @escaping @Sendable () -> Void) {
+        let start = inbox.withLock { inbox in
+            inbox.jobs.append(job)
+            defer { inbox.running = true }
+            return !inbox.running
+        }
+        if start {
+            let started = SystemThread.start(name: "audio") { [self] in loop() }
+            precondition(started, "the audio thread could not be started")
+        } else {
+            wakeUp()
+        }
+    }
+
+    /// Runs blocking `work` (opening a PCM) on the audio thread and returns what it returned.
+    func run<T: Sendable>(_ work: @escaping @Sendable () throws(ALSAError) -> T) async throws(ALSAError) -> T {
+        let result: Result<T, ALSAError> = await withCheckedContinuation { done in
+            perform { done.resume(returning: Result { () throws(ALSAError) in try work() }) }
+        }
+        return try result.get()
+    }
+
+    /// Drives `side` from the next wake-up until its `service` says it ended.
+    func attach(_ side: any AudioEngineSide & Sendable) {
+        perform { [self] in
+            if side.begin() { sides.append(side) }
+        }
+    }
+
+    /// Wakes the thread, so a side sees a stop or a cancel now rather than at its next period.
+    func wakeUp() {
+        var one: UInt8 = 1
+        _ = write(wakeWriteFD, &one, 1)
+    }
+
+    private func loop() {
+        var fds: [pollfd] = []
+        var counts: [Int] = []
+        while true {
+            for job in inbox.withLock({ inbox in defer { inbox.jobs.removeAll() }; return inbox.jobs }) { job() }
+            fds.removeAll(keepingCapacity: true)
+            counts.removeAll(keepingCapacity: true)
+            fds.append(pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0))
+            var timeout: Int32 = -1
+            let before = MonotonicClock.nanoseconds()
+            for side in sides {
+                let count = side.polls ? max(0, Int(snd_pcm_poll_descriptors_count(side.handle))) : 0
+                if count > 0 {
+                    let at = fds.count
+                    fds.append(contentsOf: repeatElement(pollfd(), count: count))
+                    let filled = fds.withUnsafeMutableBufferPointer { all in
+                        snd_pcm_poll_descriptors(side.handle, all.baseAddress! + at, UInt32(count))
+                    }
+                    if filled != Int32(count) { fds.removeLast(count) }
+                    counts.append(filled == Int32(count) ? count : 0)
+                } else {
+                    counts.append(0)
+                }
+                if let deadline = side.deadline {
+                    let ms = deadline > before ? Int32(min((deadline - before + 999_999) / 1_000_000, 60_000)) : 0
+                    timeout = timeout < 0 ? ms : min(timeout, ms)
+                }
+            }
+            _ = poll(&fds, nfds_t(fds.count), timeout)
+            if fds[0].revents != 0 {
+                var bytes = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
+                _ = withUnsafeMutableBytes(of: &bytes) { read(wakeFD, $0.baseAddress, $0.count) }
+            }
+            let now = MonotonicClock.nanoseconds()
+            var index = 1
+            var kept: [any AudioEngineSide] = []
+            kept.reserveCapacity(sides.count)
+            for (position, side) in sides.enumerated() {
+                let count = counts[position]
+                var revents: UInt16 = 0
+                if count > 0 {
+                    fds.withUnsafeMutableBufferPointer { all in
+                        _ = snd_pcm_poll_descriptors_revents(side.handle, all.baseAddress! + index, UInt32(count), &revents)
+                    }
+                }
+                index += count
+                if side.service(revents: revents, now: now) { kept.append(side) }
+            }
+            sides = kept
+        }
+    }
+}
