@@ -36,7 +36,7 @@ func runTrusting(_ command: (String?) -> ControlCommand, yes: Bool, json: Bool, 
         finish(command(nil), first, json: json)
     }
     if !yes {
-        FileHandle.standardError.write(Data((error.message + "\n").utf8))
+        Output.err(error.message + "\n")
         switch Input.confirm("Trust the server with the key \(key)? [y/N] ") {
         case true?: break
         case false?: finish(command(nil), .failure(.invalidRequest, "The key was not trusted, so nothing was changed."), json: json)

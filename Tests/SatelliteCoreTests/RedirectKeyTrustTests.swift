@@ -145,7 +145,7 @@ struct PinMovesTests {
         https.url = "https://house.local:8765"
         #expect(PinMoves.decide(https, pinnedAnswers: false, announced: Self.announced(["198.51.100.4"]), followMoves: true)
             == .wait(from: ["198.51.100.2"], to: ["198.51.100.4"], why: "no key is pinned for this https server"))
-        https.key = TrustTests.a
+        https.key = RedirectKeyTrustTests.a
         #expect(PinMoves.decide(https, pinnedAnswers: false, announced: Self.announced(["198.51.100.4"]), followMoves: true)
             == .follow(from: ["198.51.100.2"], to: ["198.51.100.4"]))
         var bare = Self.base

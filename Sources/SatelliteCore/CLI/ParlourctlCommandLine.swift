@@ -122,9 +122,9 @@ public enum ParlourctlCommandLine {
                         nothing pinned, the token goes with it: the server is pinned only when
                         /health answers and /v1/models accepts the token. Anywhere else the
                         token stays behind with its own server: only /health is checked, and
-                        the new server gets a token by pair or token set. An https server whose certificate no authority vouches for
-                        shows the SHA-256 of its public key and is asked about; the key is
-                        pinned either way.
+                        the new server gets a token by pair or token set. An https server
+                        whose certificate no authority vouches for shows the SHA-256 of its
+                        public key and is asked about; the key is pinned either way.
                         """,
                     arguments: [ArgumentSpec("<url>", .one, help: "The server's address, such as http://den.local:8765.")],
                     options: [OptionSpec("--yes", help: "Trust the https key shown without asking.")]) {
