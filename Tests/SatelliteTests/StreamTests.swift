@@ -111,6 +111,34 @@ struct StreamTests {
         #expect(await daemon.stop() == 0)
     }
 
+    @Test("use to another server moves the open socket there, and the token stays behind")
+    func useMovesTheSocket() async throws {
+        let home = try await TestServer.start(knobs: ["recordCredentials": true])
+        defer { home.stop() }
+        let other = try await TestServer.start(token: "other-\(UUID().uuidString)", knobs: ["recordCredentials": true])
+        defer { other.stop() }
+        let settings: JSONValue = ["name": "kitchen-pi", "room": "kitchen", "transport": "stream", "wake": "push",
+                                   "server": ["retryMs": 2000], "audio": ["input": "testmic", "output": "testspeaker"]]
+        let daemon = try await DaemonHarness.start(config: settings, token: home.token)
+        let watcher = try SocketClient(path: daemon.socket)
+        _ = await watcher.watch()
+        #expect(try await daemon.ctl("use", home.url).status == 0)
+        _ = await watcher.state("idle")
+
+        #expect(try await daemon.ctl("use", other.url).status == 0)
+        let reopened = await notice(watcher, "Reconnecting to the server's /listen: the server in use changed")
+        #expect(reopened != nil)
+        // The other server holds no token of the satellite's, so its handshake is refused.
+        let refused = await notice(watcher, "Disconnected from the server's /listen")
+        #expect(refused != nil)
+        let upgrades = try await other.requests().filter { $0["path"] == "/listen" }
+        #expect(!upgrades.isEmpty, "the socket went to the server in use")
+        #expect(upgrades.allSatisfy { $0["shownCredential"]?.stringValue == nil && $0["credential"]?.stringValue == nil }, "\(upgrades)")
+        let shown = try await other.requests().compactMap { $0["shownCredential"]?.stringValue }
+        #expect(!shown.contains(home.token), "the house's token went to the other server")
+        #expect(await daemon.stop() == 0)
+    }
+
     @Test("wake mode: parlourctl listen is a push turn on the same socket")
     func listenInWakeMode() async throws {
         let server = try await TestServer.start(knobs: ["audioMs": 600])

@@ -260,21 +260,15 @@ public actor Link {
 
     // MARK: The /listen stream
 
-    /// The server in use, for the /listen socket; nil when there is none.
-    public func serverURL() -> String? { pin?.url }
-
-    /// The pinned https key the /listen handshake must see, if any.
-    func streamKey() -> String? { pin?.key }
-
-    /// The addresses the /listen socket connects to (the name still goes in Host); empty: look it up.
-    func streamAddresses() -> [String] { pin?.addresses ?? [] }
-
-    /// The token for the /listen handshake to `server`, and for nothing else: nil unless `server` is
-    /// still the one in use (the pin may have moved since it was read), when the pin's place holds
-    /// none, or holds no bearer token (then nothing is sent, and the check says why).
-    func streamToken(for server: String) -> String? {
-        guard pin?.url == server else { return nil }
-        return try? token()
+    /// Where the /listen socket goes: the server in use, the key it must show, the addresses it is
+    /// reached at and the token it is sent, all read from one pin in one step, so that a pin that
+    /// moves meanwhile cannot pair one server's token with another's addresses. nil: none in use.
+    /// The token is nil when the pin names no place, or the place holds no bearer token (then
+    /// nothing is sent, and the check says why).
+    func streamTarget() -> StreamTarget? {
+        guard let pin else { return nil }
+        return StreamTarget(place: .init(url: pin.url, key: pin.key, addresses: pin.addresses, tokenSource: pin.tokenSource),
+                            token: try? token())
     }
 
     /// The /listen handshake was accepted: the server is there and took the token.
@@ -289,4 +283,17 @@ public actor Link {
         await check()
         return health
     }
+}
+
+/// The /listen socket's destination: `place` says which server, reached how; `token` goes with it.
+struct StreamTarget: Sendable {
+    struct Place: Sendable, Equatable {
+        var url: String
+        var key: String?
+        var addresses: [String]
+        var tokenSource: TokenKind?
+    }
+
+    var place: Place
+    var token: String?
 }

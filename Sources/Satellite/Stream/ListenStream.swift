@@ -92,6 +92,8 @@ public actor ListenStream {
 
     /// Set when the socket is to be reopened (a new room) once nothing is under way: why, for the journal.
     private var reopening: String?
+    /// Where the connection under way (or the last one) was made to.
+    private var place: StreamTarget.Place?
     /// Set when the socket was closed on purpose to reopen it: why.
     private var closing: String?
 
@@ -118,6 +120,13 @@ public actor ListenStream {
     /// Connects, and reconnects with back-off, until cancelled.
     public func run() async {
         async let children: Void = work.run()
+        let servers = bus.subscribe(bufferingNewest: 4)
+        work.start { [weak self] in
+            for await event in servers {
+                guard case .server = event else { continue }
+                await self?.serverChanged()
+            }
+        }
         await connect()
         await disconnected()
         await perform(machine.handle(.shutdown))
@@ -127,7 +136,7 @@ public actor ListenStream {
 
     private func connect() async {
         while !Task.isCancelled {
-            guard let server = await link.serverURL() else {
+            guard let target = await link.streamTarget() else {
                 lastProblem = SatelliteError(.noServer, "No server is set. Set server.url in the config, or pair with parlourctl pair LINK.")
                 await pause(policy.delay(after: .refused))
                 continue
@@ -135,7 +144,7 @@ public actor ListenStream {
             let url: String
             let room = settings.room
             do {
-                url = try ListenURL.build(server: server, client: settings.name, room: room, mode: settings.mode)
+                url = try ListenURL.build(server: target.place.url, client: settings.name, room: room, mode: settings.mode)
             } catch {
                 lastProblem = SatelliteError(.noServer, "The server URL cannot be used for /listen: \(error.description).")
                 bus.notice(.error, lastProblem.message)
@@ -143,10 +152,11 @@ public actor ListenStream {
                 continue
             }
             var headers: [String: String] = [:]
-            if let token = await link.streamToken(for: server) { headers["Authorization"] = "Bearer \(token)" }
+            if let token = target.token { headers["Authorization"] = "Bearer \(token)" }
             let client = WebSocketClient.connect(url: url, headers: headers, maxMessage: Self.maxBinary,
-                                                 maxText: ListenMessage.maxTextBytes, key: await link.streamKey(),
-                                                 addresses: await link.streamAddresses())
+                                                 maxText: ListenMessage.maxTextBytes, key: target.place.key,
+                                                 addresses: target.place.addresses)
+            place = target.place
             let ending = await session(client, url: url, room: room)
             if Task.isCancelled { break }
             if let why = closing {
@@ -184,8 +194,9 @@ public actor ListenStream {
                 await link.streamOpened()
                 lastNotice = ""
                 bus.notice(.notice, "Connected to the server's /listen.", ["url": url, "mode": settings.mode.rawValue])
-                // The room changed while this connection was being made: it is reopened again.
+                // The room or the server changed while this connection was being made: it is reopened again.
                 if room == settings.room { reopening = nil } else { reopenIfQuiet() }
+                await serverChanged()
             case .text(let text):
                 await received(text)
             case .binary(let data):
@@ -444,6 +455,14 @@ public actor ListenStream {
     /// never answers half of it after `unmute`.
     public func setMuted(_ muted: Bool) async {
         await perform(machine.handle(muted ? .mute : .unmute))
+    }
+
+    /// The pin in use changed (another server, a move, a new key or token place): the socket is
+    /// reopened to the new place once nothing is under way; a turn under way ends where it began.
+    private func serverChanged() async {
+        guard let place, await link.streamTarget()?.place != place else { return }
+        reopening = "the server in use changed"
+        reopenIfQuiet()
     }
 
     private func reopenIfQuiet() {
