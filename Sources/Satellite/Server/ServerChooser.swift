@@ -33,6 +33,8 @@ public actor ServerChooser {
     private var pinnedAnswers = true
     private var searching = false
     private var searchAgain = false
+    /// A search asked for, run by `run()` once the command that asked has answered; one waiting is enough.
+    private let (searchesAsked, askSearch) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     /// The last move decided, so each is said once.
     private var lastMove = PinMoves.Decision.stay
 
@@ -59,6 +61,8 @@ public actor ServerChooser {
                     if case .server(let health) = event { await self.heard(health) }
                 }
             }
+            // Searches asked for by a command (unpin, token set) run here, after its answer.
+            group.addTask { for await _ in self.searchesAsked { await self.search() } }
             // A server that failed the checks may pass later (it was starting, or the token changed).
             group.addTask {
                 while !Task.isCancelled {
@@ -171,7 +175,7 @@ public actor ServerChooser {
         do {
             let forgotten = try await pin.unpin()
             await follow(nil)
-            Task { await self.search() }
+            askSearch.yield()
             return .completed(["forgotten": forgotten?.json ?? .null])
         } catch {
             return .error(error)
@@ -190,7 +194,7 @@ public actor ServerChooser {
         bus.notice(.notice, given.map { "A new token is stored, for \($0.url) alone." } ?? "A new token is stored.")
         if let given { await follow(given) }
         await link.recheck()
-        Task { await self.search() }
+        askSearch.yield()
         return .completed(["stored": true])
     }
 
