@@ -2,6 +2,7 @@
 // card): doctor and the level meter hear the microphone without taking it from
 // the one consumer, and give it up the moment a consumer wants it.
 import Foundation
+import Synchronization
 import Testing
 import SatelliteCore
 import Satellite
@@ -21,24 +22,37 @@ struct ListenInTests {
         let infile = alsa.path("ramp.raw")
         try alsa.writeRaw(ramp(32000), to: infile)
         let capture = AudioCapture(device: alsa.microphone(infile: infile), bus: EventBus())
-        var consumer = try await capture.open().makeAsyncIterator()
-        let first = try #require(samples(await consumer.next()))
+        let consumer = try await capture.open()
+        // The consumer reads all along, as the stream transport does, so that a starved test cannot
+        // leave it more than its two-second backlog behind (it would then lose the oldest chunks).
+        let (started, gotFirst) = AsyncStream.makeStream(of: Void.self)
+        let until = Mutex<[Int16]?>(nil)
+        let reading = Task { () -> (seen: [[Int16]], goesOn: Bool) in
+            var seen: [[Int16]] = []
+            var sawLast = false
+            for await chunk in consumer {
+                guard case .samples(let s) = chunk else { return (seen, false) }
+                // One more after the last copied chunk: the microphone is still the consumer's.
+                if sawLast { return (seen, true) }
+                seen.append(s)
+                if seen.count == 1 { gotFirst.yield() }
+                if let last = until.withLock({ $0 }), seen.contains(last) { sawLast = true }
+                if seen.count > 3000 { break }
+            }
+            return (seen, false)
+        }
+        for await _ in started { break }
 
         let copies = try await capture.listenIn(for: .milliseconds(200))
         var copied: [[Int16]] = []
         for await chunk in copies { if let s = samples(chunk) { copied.append(s) } }
         #expect(copied.count == 10, "200 ms of 20 ms periods")
+        until.withLock { $0 = copied.last ?? [] }
 
-        // The consumer got every one of those chunks too (the copy may begin with the one it had just
-        // got, when the listener came between the two hand-overs), and keeps getting more.
-        // (On a loaded machine the listener may come many periods after `first`: the bound is loose.)
-        var seen = [first]
-        while seen.count < 300, let s = samples(await consumer.next()) {
-            seen.append(s)
-            if let last = copied.last, s == last { break }
-        }
-        #expect(copied.allSatisfy(seen.contains), "each copied chunk was the consumer's")
-        #expect(samples(await consumer.next()) != nil, "the microphone is still the consumer's")
+        // The consumer got every one of those chunks too, and goes on getting more.
+        let consumed = await reading.value
+        #expect(copied.allSatisfy(consumed.seen.contains), "each copied chunk was the consumer's")
+        #expect(consumed.goesOn, "the microphone is still the consumer's")
         await capture.close()
     }
 
