@@ -139,6 +139,28 @@ struct StreamTests {
         #expect(await daemon.stop() == 0)
     }
 
+    @Test("a pinned server with two addresses, the first of them deaf: the socket opens at the second")
+    func secondAddress() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let settings: JSONValue = ["name": "kitchen-pi", "room": "kitchen", "transport": "stream", "wake": "push",
+                                   "server": ["retryMs": 2000], "audio": ["input": "testmic", "output": "testspeaker"]]
+        let first = try await DaemonHarness.start(config: settings, token: server.token)
+        #expect(try await first.ctl("use", server.url).status == 0)
+        #expect(await first.stop() == 0)
+        // Nothing listens on 127.0.0.2: connecting there is refused at once.
+        let file = first.stateDirectory + "/pin.json"
+        var pin = try Pin.decode(try Data(contentsOf: URL(fileURLWithPath: file)), file: file)
+        pin.addresses = ["127.0.0.2", server.host]
+        try pin.fileData.write(to: URL(fileURLWithPath: file))
+
+        let daemon = try await first.restart()
+        let watcher = try SocketClient(path: daemon.socket)
+        let status = await watcher.watch()
+        if status?["status"]?["state"] != "idle" { #expect(await watcher.state("idle") != nil, "the socket opened") }
+        #expect(await daemon.stop() == 0)
+    }
+
     @Test("wake mode: parlourctl listen is a push turn on the same socket")
     func listenInWakeMode() async throws {
         let server = try await TestServer.start(knobs: ["audioMs": 600])

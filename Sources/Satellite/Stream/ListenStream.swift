@@ -94,6 +94,8 @@ public actor ListenStream {
     private var reopening: String?
     /// Where the connection under way (or the last one) was made to.
     private var place: StreamTarget.Place?
+    /// Which of the pinned addresses the socket tries first: the next one after an attempt that never opened.
+    private var addressTurn = 0
     /// Set when the socket was closed on purpose to reopen it: why.
     private var closing: String?
 
@@ -155,9 +157,11 @@ public actor ListenStream {
             if let token = target.token { headers["Authorization"] = "Bearer \(token)" }
             let client = WebSocketClient.connect(url: url, headers: headers, maxMessage: Self.maxBinary,
                                                  maxText: ListenMessage.maxTextBytes, key: target.place.key,
-                                                 addresses: target.place.addresses)
+                                                 addresses: Self.turned(target.place.addresses, by: addressTurn))
             place = target.place
             let ending = await session(client, url: url, room: room)
+            // The next attempt tries the pinned server's next address (curl tries them all by itself).
+            if ending == .refused { addressTurn &+= 1 }
             if Task.isCancelled { break }
             if let why = closing {
                 // Closed on purpose: back at once, and the back-off is left as it was.
@@ -176,6 +180,13 @@ public actor ListenStream {
                        ["reason": lastProblem.code.rawValue, "retryMs": String(Self.milliseconds(delay))])
             await pause(delay)
         }
+    }
+
+    /// `addresses` begun at the `turn`th (counted round).
+    static func turned(_ addresses: [String], by turn: Int) -> [String] {
+        guard !addresses.isEmpty else { return [] }
+        let first = turn % addresses.count
+        return Array(addresses[first...] + addresses[..<first])
     }
 
     /// One connection, from connecting to its last event; says how it ended. `room` is the one in `url`.
