@@ -58,7 +58,7 @@ struct HTTPClientTests {
             let request = HTTPRequest(method: "GET", url: "http://127.0.0.1:\(server.stallPort)/health", connectTimeout: .seconds(1))
             let failed = await kind(of: request)
             #expect(failed?.0 == .connectTimeout(seconds: 1))
-            #expect(failed?.1.function == "curl_easy_perform")
+            #expect(failed?.1.function == "curl_multi_perform")
             #expect(failed?.1.code == 28)  // CURLE_OPERATION_TIMEDOUT
         }
     }
