@@ -112,6 +112,28 @@ struct HTTPClientTests {
         }
     }
 
+    @Test("a connection carries the next request to the same server, never one pinned elsewhere or another client's")
+    func connectionReuse() async throws {
+        try await MiniServer.with { server in
+            // The client's port as the peer saw it: the same port is the same connection.
+            func port(_ client: HTTPClient, addresses: [String]) async throws -> Int? {
+                var request = HTTPRequest(method: "GET", url: "http://localhost:\(server.port)/ok/ask")
+                request.addresses = addresses
+                let answer = try await client.send(request)
+                let reply = try JSONSerialization.jsonObject(with: answer.body) as? [String: Any]
+                let seen = (reply?["reply"] as? String).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } as? [String: Any]
+                return seen?["peerPort"] as? Int
+            }
+            let client = HTTPClient()
+            let first = try await port(client, addresses: ["127.0.0.1"])
+            #expect(first != nil)
+            #expect(try await port(client, addresses: ["127.0.0.1"]) == first)
+            // Pinned to other addresses: a connection of its own, though the host and port are the same.
+            #expect(try await port(client, addresses: ["127.0.0.1", "::1"]) != first)
+            #expect(try await port(HTTPClient(), addresses: ["127.0.0.1"]) != first)
+        }
+    }
+
     @Test("only http and https are spoken")
     func otherSchemes() async {
         let failed = await kind(of: HTTPRequest(method: "GET", url: "file:///etc/passwd"))
