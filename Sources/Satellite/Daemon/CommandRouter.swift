@@ -152,7 +152,7 @@ public final class CommandRouter: ControlHandler {
     private func admit(_ command: ControlCommand, from peer: AccessPolicy.Peer?) async -> Bool {
         guard command.needsControl else { return true }
         // getgrnam_r may ask nss (a file, LDAP): on the blocking thread, not the pool.
-        let group = await BlockingThread.run { Self.groupID() }
+        let group = await BlockingThread.local.run { Self.groupID() }
         let allowed = AccessPolicy.allows(command, peer: peer, daemonUID: getuid(), groupID: group)
         var fields = ["command": command.name]
         if let peer {

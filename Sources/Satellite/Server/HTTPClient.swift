@@ -3,7 +3,7 @@
 // wrong: a cancelled task must stop the transfer (HTTPLoop takes its handle out
 // of the multi), and curl must never send the token anywhere but the URL it was
 // given (HTTPTransfer). A host nobody pinned is looked up here, on
-// BlockingThread, and handed to curl as CURLOPT_RESOLVE like a pinned one: curl
+// BlockingThread.lookups, and handed to curl as CURLOPT_RESOLVE like a pinned one: curl
 // then never starts a resolver thread of its own.
 #if canImport(FoundationEssentials)
 import FoundationEssentials

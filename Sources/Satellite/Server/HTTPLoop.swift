@@ -34,17 +34,20 @@ final class HTTPLoop: @unchecked Sendable {
         case cancel(HTTPTransfer)
     }
 
-    /// A share and how many transfers use it now.
+    /// A share, how many transfers use it now, and since when none has.
     private final class Pool {
         let share: UnsafeMutableRawPointer
         var using = 0
         var lastUsed = 0
+        var idleSince = ContinuousClock.now
 
         init(share: UnsafeMutableRawPointer) { self.share = share }
     }
 
-    /// Pools kept with their idle connections; older idle ones are closed past this.
-    private static let poolLimit = 8
+    /// A pool idle this long goes with its connections: curl reuses none older (CURLOPT_MAXAGE_CONN, 118 s).
+    private static let idleLimit = Duration.seconds(120)
+    /// Past this many pools, the idle ones least lately used go too (callbacks may name any host).
+    private static let poolLimit = 16
 
     private let multi: UnsafeMutableRawPointer?
     private let inbox = Mutex<(commands: [Command], started: Bool)>(([], false))
@@ -165,7 +168,10 @@ final class HTTPLoop: @unchecked Sendable {
         running[handle] = nil
         _ = curl_multi_remove_handle(multi, handle)
         transfer.close()
-        pools[transfer.pool]?.using -= 1
+        if let pool = pools[transfer.pool] {
+            pool.using -= 1
+            pool.idleSince = .now
+        }
         transfer.complete(outcome)
         closeIdlePools()
     }
@@ -188,11 +194,14 @@ final class HTTPLoop: @unchecked Sendable {
         return pool
     }
 
-    /// Past `poolLimit`, the pools least lately used and idle go, with their connections.
+    /// Closes the pools idle past `idleLimit`, then, past `poolLimit`, the idle ones least lately used.
     private func closeIdlePools() {
-        guard pools.count > Self.poolLimit else { return }
-        let idle = pools.filter { $0.value.using == 0 }.sorted { $0.value.lastUsed < $1.value.lastUsed }
-        for (key, pool) in idle.prefix(pools.count - Self.poolLimit) {
+        let now = ContinuousClock.now
+        var idle = pools.filter { $0.value.using == 0 }.sorted { $0.value.lastUsed < $1.value.lastUsed }
+        var closing = idle.filter { now - $0.value.idleSince >= Self.idleLimit }
+        idle.removeAll { now - $0.value.idleSince >= Self.idleLimit }
+        closing += idle.prefix(max(0, pools.count - closing.count - Self.poolLimit))
+        for (key, pool) in closing {
             pools[key] = nil
             curl_share_cleanup(pool.share)
         }

@@ -104,7 +104,7 @@ public actor ServerChooser {
             return .error(failed)
         }
         do {
-            try await BlockingThread.run(throwing: { [stateDirectory] () throws(SatelliteError) in
+            try await BlockingThread.local.run(throwing: { [stateDirectory] () throws(SatelliteError) in
                 try TokenFile.write(link.token, stateDirectory: stateDirectory)
             })
             let pinned = try await pin.pin(url: link.url, name: link.name, how: .paired, tokenSource: .state, key: key,
@@ -184,7 +184,7 @@ public actor ServerChooser {
     public func setToken(_ token: String) async -> ControlResult {
         let given: Pin?
         do {
-            try await BlockingThread.run(throwing: { [stateDirectory] () throws(SatelliteError) in
+            try await BlockingThread.local.run(throwing: { [stateDirectory] () throws(SatelliteError) in
                 try TokenFile.write(token, stateDirectory: stateDirectory)
             })
             given = try await pin.giveToken(.state)
@@ -201,7 +201,7 @@ public actor ServerChooser {
     /// `token clear`.
     public func clearToken() async -> ControlResult {
         do {
-            let cleared = try await BlockingThread.run(throwing: { [stateDirectory] () throws(SatelliteError) in
+            let cleared = try await BlockingThread.local.run(throwing: { [stateDirectory] () throws(SatelliteError) in
                 try TokenFile.clear(stateDirectory: stateDirectory)
             })
             if cleared { bus.notice(.notice, "The stored token is removed.") }

@@ -103,7 +103,7 @@ public actor ServerPin {
 
     private func save(_ pin: Pin) async throws(SatelliteError) {
         do {
-            try await BlockingThread.run(throwing: { [stateDirectory, file, data = pin.fileData] () throws(AtomicFile.Failure) in
+            try await BlockingThread.local.run(throwing: { [stateDirectory, file, data = pin.fileData] () throws(AtomicFile.Failure) in
                 try AtomicFile.makeFolder(stateDirectory, mode: 0o700)
                 try AtomicFile.write(data, to: file, mode: 0o644)
             })
@@ -132,7 +132,7 @@ public actor ServerPin {
             let forgotten = stored
             let removed: Bool
             do throws(AtomicFile.Failure) {
-                removed = try await BlockingThread.run(throwing: { [file] () throws(AtomicFile.Failure) in try AtomicFile.remove(file) })
+                removed = try await BlockingThread.local.run(throwing: { [file] () throws(AtomicFile.Failure) in try AtomicFile.remove(file) })
             } catch {
                 throw error.satelliteError("The pinned server could not be forgotten")
             }

@@ -133,7 +133,7 @@ public actor SettingsKeeper {
         var unsaved: SatelliteError?
         do {
             // Written and fsynced on the blocking thread; the changes are in line (above), so none overtakes another.
-            try await BlockingThread.run(throwing: { [stateDirectory, file, data = changed.fileData] () throws(AtomicFile.Failure) in
+            try await BlockingThread.local.run(throwing: { [stateDirectory, file, data = changed.fileData] () throws(AtomicFile.Failure) in
                 try AtomicFile.makeFolder(stateDirectory, mode: 0o700)
                 try AtomicFile.write(data, to: file, mode: 0o644)
             })

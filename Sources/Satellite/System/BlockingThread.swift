@@ -1,26 +1,34 @@
-// The one thread for the blocking calls nothing else owns: getaddrinfo at
-// pinning and before a request to a name nobody pinned, the fsync of the
-// state files, the `_r` look-ups of users and groups. They are rare and
-// short, so one thread taking them in turn is enough, and none of them
-// ever blocks a thread of Swift's cooperative pool (two of them on this
-// machine). Started on first use; it then waits in sem_wait, waking for
-// nothing else.
+// The threads for the blocking calls nothing else owns, each taking its jobs
+// in turn, so none of them ever blocks a thread of Swift's cooperative pool
+// (two of them on this machine): `local`, for the fsync of the state files
+// and the `_r` look-ups of groups, rare and short; `lookups`, for
+// getaddrinfo at pinning and before a request to a name nobody pinned, which
+// may wait seconds on DNS or mDNS and so has a thread of its own: a slow name
+// never holds up `mute` or a control request's group check. Each is started
+// on first use and then waits in sem_wait, waking for nothing else.
 import Glibc
 import Synchronization
 
-enum BlockingThread {
-    private static let queue = Queue()
+final class BlockingThread: Sendable {
+    /// State files and group look-ups.
+    static let local = BlockingThread(name: "blocking")
+    /// Name look-ups.
+    static let lookups = BlockingThread(name: "lookup")
 
-    /// Runs `body` on the blocking thread and returns its value; the caller's task is suspended,
+    private let queue: Queue
+
+    private init(name: String) { queue = Queue(name: name) }
+
+    /// Runs `body` on this thread and returns its value; the caller's task is suspended,
     /// never its thread. Jobs run one at a time, in the order they came.
-    static func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { (done: CheckedContinuation<T, Never>) in
             queue.add { done.resume(returning: body()) }
         }
     }
 
     /// Like `run`, for a body that throws.
-    static func run<T: Sendable, E: Error>(throwing body: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
+    func run<T: Sendable, E: Error>(throwing body: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
         let result: Result<T, E> = await run {
             do throws(E) { return .success(try body()) } catch { return .failure(error) }
         }
@@ -28,6 +36,7 @@ enum BlockingThread {
     }
 
     private final class Queue: Sendable {
+        private let name: String
         private let jobs = Mutex<(waiting: [@Sendable () -> Void], started: Bool)>(([], false))
         /// Counts the jobs waiting; the thread sleeps on it. Allocated once and never freed (the queue lives as long as the process).
         nonisolated(unsafe) private let count: UnsafeMutablePointer<sem_t> = {
@@ -36,13 +45,15 @@ enum BlockingThread {
             return semaphore
         }()
 
+        init(name: String) { self.name = name }
+
         func add(_ job: @escaping @Sendable () -> Void) {
             let start = jobs.withLock { state in
                 state.waiting.append(job)
                 defer { state.started = true }
                 return !state.started
             }
-            if start, !SystemThread.start(name: "blocking", { [self] in serve() }) {
+            if start, !SystemThread.start(name: name, { [self] in serve() }) {
                 // No thread to be had: run it here rather than leave a continuation waiting.
                 jobs.withLock { $0.started = false }
                 take()?()

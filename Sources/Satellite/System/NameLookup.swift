@@ -2,13 +2,13 @@
 // DNS, mDNS with libnss-mdns), at pinning, and before a request to a host
 // nobody pinned (HTTPClient hands curl the answer, so curl starts no resolver
 // thread of its own): after pinning the server is reached at the addresses
-// recorded then (PinMoves). getaddrinfo blocks, so it runs on BlockingThread.
+// recorded then (PinMoves). getaddrinfo blocks, so it runs on BlockingThread.lookups.
 import Glibc
 
 enum NameLookup {
     /// The numeric addresses of `host`, in the resolver's order; empty when it does not resolve.
     static func addresses(of host: String) async -> [String] {
-        await BlockingThread.run { lookup(host) }
+        await BlockingThread.lookups.run { lookup(host) }
     }
 
     private static func lookup(_ host: String) -> [String] {
