@@ -24,12 +24,19 @@ public final class HTTPClient: Sendable {
     /// Names this client's connection pools in HTTPLoop.
     private let name: String
 
+    /// Whether a request went out, so that the loop has connections of this client to close.
+    private let used = Atomic<Bool>(false)
+
     private static let count = Atomic<Int>(0)
 
     public init(bodyLimit: Int = 16 << 20, bus: EventBus? = nil) {
         self.bodyLimit = bodyLimit
         self.bus = bus
         name = "client \(Self.count.add(1, ordering: .relaxed).newValue)"
+    }
+
+    deinit {
+        if used.load(ordering: .relaxed) { HTTPLoop.shared.forget(name) }
     }
 
     /// Makes the request and returns any answer, whatever its status.
@@ -58,6 +65,7 @@ public final class HTTPClient: Sendable {
                     return Task.isCancelled
                 }
                 if cancelled { transfer.cancelled.store(true, ordering: .relaxed) }
+                used.store(true, ordering: .relaxed)
                 HTTPLoop.shared.add(transfer)
             }
         } onCancel: {

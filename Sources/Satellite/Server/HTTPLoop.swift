@@ -32,22 +32,28 @@ final class HTTPLoop: @unchecked Sendable {
     private enum Command {
         case add(HTTPTransfer)
         case cancel(HTTPTransfer)
+        /// The client is gone: its idle pools close.
+        case forget(String)
     }
 
-    /// A share, how many transfers use it now, and since when none has.
+    /// A share, whose client it is, how many transfers use it now, and since when none has.
     private final class Pool {
         let share: UnsafeMutableRawPointer
+        let client: String
         var using = 0
         var lastUsed = 0
         var idleSince = ContinuousClock.now
 
-        init(share: UnsafeMutableRawPointer) { self.share = share }
+        init(share: UnsafeMutableRawPointer, client: String) {
+            self.share = share
+            self.client = client
+        }
     }
 
     /// A pool idle this long goes with its connections: curl reuses none older (CURLOPT_MAXAGE_CONN, 118 s).
     private static let idleLimit = Duration.seconds(120)
-    /// Past this many pools, the idle ones least lately used go too (callbacks may name any host).
-    private static let poolLimit = 16
+    /// Past this many pools of one client, its idle ones least lately used go too (callbacks may name any host).
+    private static let poolLimit = 8
 
     private let multi: UnsafeMutableRawPointer?
     private let inbox = Mutex<(commands: [Command], started: Bool)>(([], false))
@@ -69,6 +75,9 @@ final class HTTPLoop: @unchecked Sendable {
 
     /// Stops `transfer` if it still runs: it completes as cancelled. Any thread.
     func cancel(_ transfer: HTTPTransfer) { submit(.cancel(transfer)) }
+
+    /// Closes the idle connections of `client`, which sends no more. Any thread.
+    func forget(_ client: String) { submit(.forget(client)) }
 
     private func submit(_ command: Command) {
         let start = inbox.withLock { state in
@@ -111,6 +120,7 @@ final class HTTPLoop: @unchecked Sendable {
                 switch command {
                 case .add(let transfer): start(transfer, multi)
                 case .cancel(let transfer): stop(transfer, multi)
+                case .forget(let client): closeIdlePools(forgetting: client)
                 }
             }
             var active: Int32 = 0
@@ -134,7 +144,7 @@ final class HTTPLoop: @unchecked Sendable {
             transfer.complete(.failure(transfer.cancelledFailure("cancelled before it started")))
             return
         }
-        guard let pool = pool(transfer.pool) else {
+        guard let pool = pool(transfer.pool, client: transfer.client) else {
             fail([.add(transfer)], function: "curl_share_init", detail: "curl could not make a connection cache")
             return
         }
@@ -173,10 +183,10 @@ final class HTTPLoop: @unchecked Sendable {
             pool.idleSince = .now
         }
         transfer.complete(outcome)
-        closeIdlePools()
+        closeIdlePools(of: transfer.client)
     }
 
-    private func pool(_ key: String) -> Pool? {
+    private func pool(_ key: String, client: String) -> Pool? {
         uses += 1
         if let pool = pools[key] {
             pool.lastUsed = uses
@@ -188,19 +198,22 @@ final class HTTPLoop: @unchecked Sendable {
             curl_share_cleanup(share)
             return nil
         }
-        let pool = Pool(share: share)
+        let pool = Pool(share: share, client: client)
         pool.lastUsed = uses
         pools[key] = pool
         return pool
     }
 
-    /// Closes the pools idle past `idleLimit`, then, past `poolLimit`, the idle ones least lately used.
-    private func closeIdlePools() {
+    /// Closes the pools idle past `idleLimit`, and past `poolLimit` the idle ones of `client` least
+    /// lately used; all idle ones of a client `forgetting`. One client's pools never close another's.
+    private func closeIdlePools(of client: String? = nil, forgetting gone: String? = nil) {
         let now = ContinuousClock.now
-        var idle = pools.filter { $0.value.using == 0 }.sorted { $0.value.lastUsed < $1.value.lastUsed }
-        var closing = idle.filter { now - $0.value.idleSince >= Self.idleLimit }
-        idle.removeAll { now - $0.value.idleSince >= Self.idleLimit }
-        closing += idle.prefix(max(0, pools.count - closing.count - Self.poolLimit))
+        var closing = pools.filter { $0.value.using == 0 && (now - $0.value.idleSince >= Self.idleLimit || $0.value.client == gone) }
+        if let client {
+            let own = pools.filter { $0.value.client == client && closing[$0.key] == nil }
+            let idle = own.filter { $0.value.using == 0 }.sorted { $0.value.lastUsed < $1.value.lastUsed }
+            for (key, pool) in idle.prefix(max(0, own.count - Self.poolLimit)) { closing[key] = pool }
+        }
         for (key, pool) in closing {
             pools[key] = nil
             curl_share_cleanup(pool.share)

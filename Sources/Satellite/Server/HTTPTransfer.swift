@@ -23,6 +23,8 @@ final class HTTPTransfer: @unchecked Sendable {
     let cancelled = Atomic<Bool>(false)
     /// Which connections this transfer may reuse (HTTPLoop keeps one cache for each).
     let pool: String
+    /// The HTTPClient it came from (the first part of `pool`).
+    let client: String
     private let bus: EventBus?
     private let done: CheckedContinuation<Result<HTTPResponse, HTTPFailure>, Never>
     private var received = Data()
@@ -40,6 +42,7 @@ final class HTTPTransfer: @unchecked Sendable {
         self.limit = limit
         self.bus = bus
         self.done = done
+        self.client = client
         // The same host, port, addresses and TLS expectations: a connection made for one such
         // request is one any of them could have made, so it may carry the next.
         let address = ServerAddress(request.url)
