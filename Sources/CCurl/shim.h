@@ -1,5 +1,5 @@
-// libcurl for Swift. curl_easy_setopt and curl_easy_getinfo are variadic, which
-// Swift cannot call, so each argument type gets a small typed wrapper here.
+// libcurl for Swift. curl_easy_setopt, curl_easy_getinfo and curl_share_setopt are
+// variadic, which Swift cannot call, so each argument type gets a small typed wrapper here.
 #include <curl/curl.h>
 
 static inline CURLcode curl_setopt_long(CURL *h, CURLoption o, long v) { return curl_easy_setopt(h, o, v); }
@@ -13,3 +13,4 @@ static inline CURLcode curl_setopt_off_t(CURL *h, CURLoption o, curl_off_t v) { 
 static inline CURLcode curl_getinfo_off_t(CURL *h, CURLINFO i, curl_off_t *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode curl_getinfo_string(CURL *h, CURLINFO i, char **v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode curl_getinfo_certinfo(CURL *h, struct curl_certinfo **v) { return curl_easy_getinfo(h, CURLINFO_CERTINFO, v); }
+static inline CURLSHcode curl_share_data(CURLSH *s, curl_lock_data d) { return curl_share_setopt(s, CURLSHOPT_SHARE, d); }

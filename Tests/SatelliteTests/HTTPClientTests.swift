@@ -58,7 +58,7 @@ struct HTTPClientTests {
             let request = HTTPRequest(method: "GET", url: "http://127.0.0.1:\(server.stallPort)/health", connectTimeout: .seconds(1))
             let failed = await kind(of: request)
             #expect(failed?.0 == .connectTimeout(seconds: 1))
-            #expect(failed?.1.function == "curl_easy_perform")
+            #expect(failed?.1.function == "curl_multi_perform")
             #expect(failed?.1.code == 28)  // CURLE_OPERATION_TIMEDOUT
         }
     }
@@ -109,6 +109,28 @@ struct HTTPClientTests {
             #expect(failed.map { "\($0.1)" }?.contains(token) == false)
             #expect(!"\(request)".contains(token))
             #expect(!String(reflecting: request).contains(token))
+        }
+    }
+
+    @Test("a connection carries the next request to the same server, never one pinned elsewhere or another client's")
+    func connectionReuse() async throws {
+        try await MiniServer.with { server in
+            // The client's port as the peer saw it: the same port is the same connection.
+            func port(_ client: HTTPClient, addresses: [String]) async throws -> Int? {
+                var request = HTTPRequest(method: "GET", url: "http://localhost:\(server.port)/ok/ask")
+                request.addresses = addresses
+                let answer = try await client.send(request)
+                let reply = try JSONSerialization.jsonObject(with: answer.body) as? [String: Any]
+                let seen = (reply?["reply"] as? String).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } as? [String: Any]
+                return seen?["peerPort"] as? Int
+            }
+            let client = HTTPClient()
+            let first = try await port(client, addresses: ["127.0.0.1"])
+            #expect(first != nil)
+            #expect(try await port(client, addresses: ["127.0.0.1"]) == first)
+            // Pinned to other addresses: a connection of its own, though the host and port are the same.
+            #expect(try await port(client, addresses: ["127.0.0.1", "::1"]) != first)
+            #expect(try await port(HTTPClient(), addresses: ["127.0.0.1"]) != first)
         }
     }
 

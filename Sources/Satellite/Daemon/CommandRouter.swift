@@ -49,7 +49,7 @@ public final class CommandRouter: ControlHandler {
     }
 
     public func handle(_ request: ControlRequest, on connection: ControlConnection, underWay: @escaping @Sendable () -> Void) async {
-        guard admit(request.command, from: connection.peer) else {
+        guard await admit(request.command, from: connection.peer) else {
             connection.finish(id: request.id, .error(AccessPolicy.refusal(request.command, peer: connection.peer)))
             return
         }
@@ -149,9 +149,11 @@ public final class CommandRouter: ControlHandler {
     }
 
     /// Whether `peer` may run `command`; a changing command is logged with who sent it either way.
-    private func admit(_ command: ControlCommand, from peer: AccessPolicy.Peer?) -> Bool {
+    private func admit(_ command: ControlCommand, from peer: AccessPolicy.Peer?) async -> Bool {
         guard command.needsControl else { return true }
-        let allowed = AccessPolicy.allows(command, peer: peer, daemonUID: getuid(), groupID: Self.groupID())
+        // getgrnam_r may ask nss (a file, LDAP): on the blocking thread, not the pool.
+        let group = await BlockingThread.local.run { Self.groupID() }
+        let allowed = AccessPolicy.allows(command, peer: peer, daemonUID: getuid(), groupID: group)
         var fields = ["command": command.name]
         if let peer {
             fields["uid"] = String(peer.uid)

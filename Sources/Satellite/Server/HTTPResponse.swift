@@ -73,7 +73,7 @@ public struct HTTPResponse: Sendable, Equatable {
 /// A request that got no complete answer, with the curl function and code for the log.
 public struct HTTPFailure: Error, Sendable, CustomStringConvertible {
     public let kind: TransferFailure
-    /// The curl function that failed, such as `curl_easy_perform`.
+    /// The function that failed, such as `curl_multi_perform` (the transfer) or `getaddrinfo`.
     public let function: String
     /// Its CURLcode.
     public let code: Int

@@ -108,7 +108,9 @@ public actor ServerChooser {
             return .error(failed)
         }
         do {
-            try TokenFile.write(link.token, stateDirectory: stateDirectory)
+            try await BlockingThread.local.run(throwing: { [stateDirectory] () throws(SatelliteError) in
+                try TokenFile.write(link.token, stateDirectory: stateDirectory)
+            })
             let pinned = try await pin.pin(url: link.url, name: link.name, how: .paired, tokenSource: .state, key: key,
                                            addresses: place.addresses, instance: place.instance)
             await follow(pinned)
@@ -186,7 +188,9 @@ public actor ServerChooser {
     public func setToken(_ token: String) async -> ControlResult {
         let given: Pin?
         do {
-            try TokenFile.write(token, stateDirectory: stateDirectory)
+            try await BlockingThread.local.run(throwing: { [stateDirectory] () throws(SatelliteError) in
+                try TokenFile.write(token, stateDirectory: stateDirectory)
+            })
             given = try await pin.giveToken(.state)
         } catch {
             return .error(error)
@@ -201,7 +205,9 @@ public actor ServerChooser {
     /// `token clear`.
     public func clearToken() async -> ControlResult {
         do {
-            let cleared = try TokenFile.clear(stateDirectory: stateDirectory)
+            let cleared = try await BlockingThread.local.run(throwing: { [stateDirectory] () throws(SatelliteError) in
+                try TokenFile.clear(stateDirectory: stateDirectory)
+            })
             if cleared { bus.notice(.notice, "The stored token is removed.") }
             await link.recheck()
             return .completed(["cleared": .bool(cleared)])

@@ -4,7 +4,9 @@
 // deleted behind the person's back (it is reported, and treated as no pin), and
 // server.url in the config always wins. The pin also names its token's place
 // (`tokenSource`): a configured server's is the place in force at start, until
-// `token set` gives it the state folder's.
+// `token set` gives it the state folder's. pin.json is written and fsynced on
+// BlockingThread, and the changes go one at a time (`inLine`): a change waits
+// for the one before it to be written, so none decides on a pin not yet saved.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -23,6 +25,9 @@ public actor ServerPin {
     private let now: @Sendable () -> Date
     private let startedAt: Date
     private var stored: Pin?
+    /// A change is being made; the changes waiting for it, in order.
+    private var changing = false
+    private var queued: [CheckedContinuation<Void, Never>] = []
 
     /// Reads pin.json. A file that cannot be read is reported on the bus and left in place.
     /// `configuredToken` is where a configured server's token is read from.
@@ -49,73 +54,95 @@ public actor ServerPin {
     /// host. The caller has made the checks.
     @discardableResult
     public func pin(url: String, name: String, how: PinHow, tokenSource: TokenKind?, key: String? = nil,
-                    addresses: [String] = [], instance: String? = nil) throws(SatelliteError) -> Pin {
-        if let refusal = PinPolicy.refusalToPin(how: how, configuredURL: configuredURL, stored: stored) { throw refusal }
-        let url = url.trimmed()
-        guard let address = ServerAddress(url) else {
-            throw SatelliteError(.invalidRequest, ServerAddress.problem(url) ?? "")
+                    addresses: [String] = [], instance: String? = nil) async throws(SatelliteError) -> Pin {
+        try await inLine { () async throws(SatelliteError) -> Pin in
+            if let refusal = PinPolicy.refusalToPin(how: how, configuredURL: configuredURL, stored: stored) { throw refusal }
+            let url = url.trimmed()
+            guard let address = ServerAddress(url) else {
+                throw SatelliteError(.invalidRequest, ServerAddress.problem(url) ?? "")
+            }
+            let trimmedName = name.trimmed()
+            var pin = Pin(url: url, name: trimmedName.isEmpty ? address.host : trimmedName, how: how,
+                          pinnedAt: ServerPin.wholeSeconds(now()), key: key, tokenSource: tokenSource)
+            pin.addresses = addresses
+            pin.instance = instance
+            try await save(pin)
+            let keyed = key.map { ", and only while it shows the key \($0)" } ?? ""
+            let token = tokenSource.map { "its token is the one in \($0.origin)" } ?? "it gets no token until parlourctl pair or token set"
+            var fields = ["server_url": pin.url, "server_name": pin.name, "how": how.rawValue,
+                          "token_source": tokenSource?.rawValue ?? "none"]
+            if let key { fields["server_key"] = key }
+            bus.notice(.notice, "Pinned \(pin.name) at \(pin.url) (\(how.rawValue)): only it gets a request\(keyed), and \(token).", fields)
+            return pin
         }
-        let trimmedName = name.trimmed()
-        var pin = Pin(url: url, name: trimmedName.isEmpty ? address.host : trimmedName, how: how,
-                      pinnedAt: ServerPin.wholeSeconds(now()), key: key, tokenSource: tokenSource)
-        pin.addresses = addresses
-        pin.instance = instance
-        try save(pin)
-        let keyed = key.map { ", and only while it shows the key \($0)" } ?? ""
-        let token = tokenSource.map { "its token is the one in \($0.origin)" } ?? "it gets no token until parlourctl pair or token set"
-        var fields = ["server_url": pin.url, "server_name": pin.name, "how": how.rawValue,
-                      "token_source": tokenSource?.rawValue ?? "none"]
-        if let key { fields["server_key"] = key }
-        bus.notice(.notice, "Pinned \(pin.name) at \(pin.url) (\(how.rawValue)): only it gets a request\(keyed), and \(token).", fields)
-        return pin
     }
 
     /// The pinned server followed to `addresses` (PinMoves decided so); nil when nothing is pinned.
-    public func move(to addresses: [String]) throws(SatelliteError) -> Pin? {
-        guard var pin = stored, current()?.how != .configured else { return nil }
-        pin.addresses = addresses
-        try save(pin)
-        return pin
+    public func move(to addresses: [String]) async throws(SatelliteError) -> Pin? {
+        try await inLine { () async throws(SatelliteError) -> Pin? in
+            guard var pin = stored, current()?.how != .configured else { return nil }
+            pin.addresses = addresses
+            try await save(pin)
+            return pin
+        }
     }
 
     /// Gives the server in use the token of `kind` (after `token set`). Returns the pin now in use.
     @discardableResult
-    public func giveToken(_ kind: TokenKind) throws(SatelliteError) -> Pin? {
-        if PinPolicy.serverInUse(configuredURL: configuredURL, stored: nil, now: startedAt) != nil {
-            configuredToken = kind
-        } else if var pin = stored, pin.tokenSource != kind {
-            pin.tokenSource = kind
-            try save(pin)
+    public func giveToken(_ kind: TokenKind) async throws(SatelliteError) -> Pin? {
+        try await inLine { () async throws(SatelliteError) -> Pin? in
+            if PinPolicy.serverInUse(configuredURL: configuredURL, stored: nil, now: startedAt) != nil {
+                configuredToken = kind
+            } else if var pin = stored, pin.tokenSource != kind {
+                pin.tokenSource = kind
+                try await save(pin)
+            }
+            return current()
         }
-        return current()
     }
 
-    private func save(_ pin: Pin) throws(SatelliteError) {
+    private func save(_ pin: Pin) async throws(SatelliteError) {
         do {
-            try AtomicFile.makeFolder(stateDirectory, mode: 0o700)
-            try AtomicFile.write(pin.fileData, to: file, mode: 0o644)
+            try await BlockingThread.local.run(throwing: { [stateDirectory, file, data = pin.fileData] () throws(AtomicFile.Failure) in
+                try AtomicFile.makeFolder(stateDirectory, mode: 0o700)
+                try AtomicFile.write(data, to: file, mode: 0o644)
+            })
         } catch {
             throw error.satelliteError("The pinned server could not be saved")
         }
         stored = pin
     }
 
+    /// Runs one change after the one before it has ended, in the order they came.
+    private func inLine<T: Sendable>(_ body: () async throws(SatelliteError) -> T) async throws(SatelliteError) -> T {
+        if changing {
+            await withCheckedContinuation { queued.append($0) }
+        } else {
+            changing = true
+        }
+        // The next change in line goes on; with none, the way is free.
+        defer { if queued.isEmpty { changing = false } else { queued.removeFirst().resume() } }
+        return try await body()
+    }
+
     /// Forgets the pin and removes pin.json, broken or not. Returns the pin forgotten, if there was one.
     @discardableResult
-    public func unpin() throws(SatelliteError) -> Pin? {
-        let forgotten = stored
-        let removed: Bool
-        do {
-            removed = try AtomicFile.remove(file)
-        } catch {
-            throw error.satelliteError("The pinned server could not be forgotten")
+    public func unpin() async throws(SatelliteError) -> Pin? {
+        try await inLine { () async throws(SatelliteError) -> Pin? in
+            let forgotten = stored
+            let removed: Bool
+            do throws(AtomicFile.Failure) {
+                removed = try await BlockingThread.local.run(throwing: { [file] () throws(AtomicFile.Failure) in try AtomicFile.remove(file) })
+            } catch {
+                throw error.satelliteError("The pinned server could not be forgotten")
+            }
+            stored = nil
+            guard removed else { return nil }
+            let what = forgotten.map { "\($0.name) at \($0.url)" } ?? "the unreadable pin in \(file)"
+            let next = current().map { "server.url in the config still chooses \($0.url)." } ?? "Looking for a server again."
+            bus.notice(.notice, "Unpinned \(what). \(next)", forgotten.map { ["server_url": $0.url] } ?? ["file": file])
+            return forgotten
         }
-        stored = nil
-        guard removed else { return nil }
-        let what = forgotten.map { "\($0.name) at \($0.url)" } ?? "the unreadable pin in \(file)"
-        let next = current().map { "server.url in the config still chooses \($0.url)." } ?? "Looking for a server again."
-        bus.notice(.notice, "Unpinned \(what). \(next)", forgotten.map { ["server_url": $0.url] } ?? ["file": file])
-        return forgotten
     }
 
     /// The stored pin, or nil when there is no file or it cannot be used (then a warning says why).

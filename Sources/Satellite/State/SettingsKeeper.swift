@@ -132,8 +132,11 @@ public actor SettingsKeeper {
         edit(&changed)
         var unsaved: SatelliteError?
         do {
-            try AtomicFile.makeFolder(stateDirectory, mode: 0o700)
-            try AtomicFile.write(changed.fileData, to: file, mode: 0o644)
+            // Written and fsynced on the blocking thread; the changes are in line (above), so none overtakes another.
+            try await BlockingThread.local.run(throwing: { [stateDirectory, file, data = changed.fileData] () throws(AtomicFile.Failure) in
+                try AtomicFile.makeFolder(stateDirectory, mode: 0o700)
+                try AtomicFile.write(data, to: file, mode: 0o644)
+            })
         } catch {
             unsaved = error.satelliteError(what)
             if !evenUnsaved { return .error(unsaved!) }

@@ -1,16 +1,14 @@
 // The addresses a host name stands for now, by getaddrinfo (nss: /etc/hosts,
-// DNS, mDNS with libnss-mdns), at pinning only: after that the pinned server
-// is reached at the addresses recorded then (PinMoves). getaddrinfo blocks,
-// so it runs on a thread of its own.
+// DNS, mDNS with libnss-mdns), at pinning, and before a request to a host
+// nobody pinned (HTTPClient hands curl the answer, so curl starts no resolver
+// thread of its own): after pinning the server is reached at the addresses
+// recorded then (PinMoves). getaddrinfo blocks, so it runs on BlockingThread.lookups.
 import Glibc
 
 enum NameLookup {
     /// The numeric addresses of `host`, in the resolver's order; empty when it does not resolve.
     static func addresses(of host: String) async -> [String] {
-        await withCheckedContinuation { (done: CheckedContinuation<[String], Never>) in
-            let started = SystemThread.start(name: "lookup") { done.resume(returning: lookup(host)) }
-            if !started { done.resume(returning: []) }
-        }
+        await BlockingThread.lookups.run { lookup(host) }
     }
 
     private static func lookup(_ host: String) -> [String] {

@@ -94,7 +94,7 @@ final class MiniServer: Sendable {
     struct PeerDidNotStart: Error {}
 
     /// Answers by mode; `ok` answers each route as Parlour does and echoes what it
-    /// saw (method, route, query, Authorization, Content-Type, Expect, body) in
+    /// saw (method, route, query, Authorization, Content-Type, Expect, body, the client's port) in
     /// /ask's `reply` and /voice's `heard`, so a test can check what was sent.
     static let script = #"""
 import base64, json, os, signal, socket, sys, threading, time
@@ -170,6 +170,7 @@ class Handler(BaseHTTPRequestHandler):
             "contentType": self.headers.get("Content-Type"),
             "expect": self.headers.get("Expect"),
             "body": base64.b64encode(body).decode(),
+            "peerPort": self.client_address[1],
         })
         if mode.startswith("slow"):
             time.sleep(30)

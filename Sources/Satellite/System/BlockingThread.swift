@@ -1,0 +1,76 @@
+// The threads for the blocking calls nothing else owns, each taking its jobs
+// in turn, so none of them ever blocks a thread of Swift's cooperative pool
+// (two of them on this machine): `local`, for the fsync of the state files
+// and the `_r` look-ups of groups, rare and short; `lookups`, for
+// getaddrinfo at pinning and before a request to a name nobody pinned, which
+// may wait seconds on DNS or mDNS and so has a thread of its own: a slow name
+// never holds up `mute` or a control request's group check. Each is started
+// on first use and then waits in sem_wait, waking for nothing else.
+import Glibc
+import Synchronization
+
+final class BlockingThread: Sendable {
+    /// State files and group look-ups.
+    static let local = BlockingThread(name: "blocking")
+    /// Name look-ups.
+    static let lookups = BlockingThread(name: "lookup")
+
+    private let queue: Queue
+
+    private init(name: String) { queue = Queue(name: name) }
+
+    /// Runs `body` on this thread and returns its value; the caller's task is suspended,
+    /// never its thread. Jobs run one at a time, in the order they came.
+    func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { (done: CheckedContinuation<T, Never>) in
+            queue.add { done.resume(returning: body()) }
+        }
+    }
+
+    /// Like `run`, for a body that throws.
+    func run<T: Sendable, E: Error>(throwing body: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
+        let result: Result<T, E> = await run {
+            do throws(E) { return .success(try body()) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
+    private final class Queue: Sendable {
+        private let name: String
+        private let jobs = Mutex<(waiting: [@Sendable () -> Void], started: Bool)>(([], false))
+        /// Counts the jobs waiting; the thread sleeps on it. Allocated once and never freed (the queue lives as long as the process).
+        nonisolated(unsafe) private let count: UnsafeMutablePointer<sem_t> = {
+            let semaphore = UnsafeMutablePointer<sem_t>.allocate(capacity: 1)
+            sem_init(semaphore, 0, 0)
+            return semaphore
+        }()
+
+        init(name: String) { self.name = name }
+
+        func add(_ job: @escaping @Sendable () -> Void) {
+            let start = jobs.withLock { state in
+                state.waiting.append(job)
+                defer { state.started = true }
+                return !state.started
+            }
+            if start, !SystemThread.start(name: name, { [self] in serve() }) {
+                // No thread to be had: run it here rather than leave a continuation waiting.
+                jobs.withLock { $0.started = false }
+                take()?()
+                return
+            }
+            sem_post(count)
+        }
+
+        private func take() -> (@Sendable () -> Void)? {
+            jobs.withLock { $0.waiting.isEmpty ? nil : $0.waiting.removeFirst() }
+        }
+
+        private func serve() {
+            while true {
+                while sem_wait(count) != 0 {}  // EINTR
+                take()?()
+            }
+        }
+    }
+}
