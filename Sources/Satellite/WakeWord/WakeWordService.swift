@@ -10,8 +10,8 @@ import SatelliteCore
 
 /// Listens for the local wake word and starts a turn on each wake.
 public actor WakeWordService {
-    /// 60 ms a period: two model steps (30 ms each) a wake-up.
-    public static let periodFrames = 960
+    /// 120 ms a period: four model steps (30 ms each) a wake-up.
+    public static let periodFrames = 1920
 
     private let engine: WakeWordEngine
     private let capture: AudioCapture
@@ -75,18 +75,21 @@ public actor WakeWordService {
         }
         opened += 1
         let number = opened
-        let task = Task { [weak self] in
-            var failed = false
-            for await chunk in frames {
-                guard let self else { return }
-                guard case .samples(let samples) = chunk else { failed = true; break }
-                guard await self.hear(samples, number: number) else { break }
-            }
-            await self?.ended(number, failed: failed)
-        }
+        // On the actor from the start, so a period costs one wake-up of Swift's pool, not a wake-up
+        // and then a hop onto the actor. The task holds the service until its stream ends.
+        let task = Task { await read(frames, number: number) }
         microphone = (number, task)
         // The state may have moved while the device opened.
         if !gate.listens || broken { stopReading() }
+    }
+
+    private func read(_ frames: AsyncStream<CaptureChunk>, number: Int) async {
+        var failed = false
+        for await chunk in frames {
+            guard case .samples(let samples) = chunk else { failed = true; break }
+            guard await hear(samples, number: number) else { break }
+        }
+        await ended(number, failed: failed)
     }
 
     /// Stops reading; the device closes unless it was handed over.
