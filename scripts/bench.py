@@ -135,8 +135,8 @@ FIGURES = [
     Figure("corpus_alike", "Decisions alike (each clip with each of the three models)", "", 0),
     Figure("corpus_unlike", "Decisions unlike (listed in the notes)", "", 0),
     Figure("false_audio_min", "Non-wake speech and noise heard (context)", "min", 1),
-    Figure("false_wakes_per_hour", "False wakes per hour, okay_nabu: the satellite", "/h", 2),
-    Figure("reference_false_wakes_per_hour", "False wakes per hour, okay_nabu: the reference", "/h", 2),
+] + [Figure(f"{side}false_wakes_{model}", f"False wakes per hour, {model}: the {who}", "/h", 2)
+     for _, model in CORPUS_WORDS for side, who in (("", "satellite"), ("reference_", "reference"))] + [
     Figure("engine_cpu_s_per_min", "The engine's CPU per minute of audio (front end and model, okay_nabu)", "s/min", 4),
     Figure("frontend_cpu_s_per_min", "… of which the front end (MicroFrontend)", "s/min", 4),
     Figure("model_cpu_s_per_min", "… of which the model (TensorFlow Lite's invoke, quantising)", "s/min", 4),
@@ -1102,7 +1102,7 @@ pcm.benchspeaker {{ type plug slave {{ pcm "benchspeaker_file" format S16_LE rat
         """--false-wake-minutes of espeak-ng reading this project's manual (never a wake word) in
         FALSE_VOICES at FALSE_RATES, each stretch clean or in noise at 20, 10 or 5 dB SNR, with
         stretches of noise alone between; heard as one recording by the satellite's engine and
-        the reference's, okay_nabu, the model started afresh after each wake."""
+        the reference's with each of the three models, the model started afresh after each wake."""
         import numpy as np
         self.check_time("the false wakes")
         wanted = int(self.args.false_wake_minutes * 60 * 16000)
@@ -1137,21 +1137,24 @@ pcm.benchspeaker {{ type plug slave {{ pcm "benchspeaker_file" format S16_LE rat
         audio = np.concatenate(parts)[:wanted]
         path = self.path("false.raw")
         audio.tofile(path)
-        ours, theirs = self.engines("okay_nabu", [path], "false")
         hours = len(audio) / 16000 / 3600
         FIG["false_audio_min"].samples.append(hours * 60)
-        FIG["false_wakes_per_hour"].samples.append(len(ours["clips"][0]["wakes"]) / hours)
-        FIG["reference_false_wakes_per_hour"].samples.append(len(theirs["clips"][0]["wakes"]) / hours)
-        for side, answer in (("The satellite", ours), ("The reference", theirs)):
-            for wake in answer["clips"][0]["wakes"]:
-                ms = wake["ms"] if isinstance(wake, dict) else wake
-                self.notes.append(f"False wake: {side.lower()} woke at {ms / 1000:.1f} s of the non-wake speech.")
+        for _, model in CORPUS_WORDS:
+            found, theirs = self.engines(model, [path], "false")
+            if model == "okay_nabu":
+                ours, reference = found, theirs
+            FIG[f"false_wakes_{model}"].samples.append(len(found["clips"][0]["wakes"]) / hours)
+            FIG[f"reference_false_wakes_{model}"].samples.append(len(theirs["clips"][0]["wakes"]) / hours)
+            for side, answer in (("the satellite", found), ("the reference", theirs)):
+                for wake in answer["clips"][0]["wakes"]:
+                    ms = wake["ms"] if isinstance(wake, dict) else wake
+                    self.notes.append(f"False wake: {model}, {side}, at {ms / 1000:.1f} s of the non-wake speech.")
         # The engines' CPU per minute of audio, faster than real time (context for the live runs).
         minutes = ours["audio_s"] / 60
         FIG["engine_cpu_s_per_min"].samples.append(ours["engine_cpu_s"] / minutes)
         FIG["frontend_cpu_s_per_min"].samples.append(ours["frontend_cpu_s"] / minutes)
         FIG["model_cpu_s_per_min"].samples.append((ours["engine_cpu_s"] - ours["frontend_cpu_s"]) / minutes)
-        FIG["reference_engine_cpu_s_per_min"].samples.append(theirs["cpu_s"] / (theirs["audio_s"] / 60))
+        FIG["reference_engine_cpu_s_per_min"].samples.append(reference["cpu_s"] / (reference["audio_s"] / 60))
         os.remove(path)
 
     # -------------------------------------------------------------- round trips

@@ -61,8 +61,8 @@ for path in arguments.dropFirst(2) {
     for start in stride(from: 0, to: audio.count, by: period) {
         let chunk = Array(audio[start..<min(start + period, audio.count)])
         do {
-            if let probability = try engine.hear(chunk) {
-                wakes.append(#"{"ms": \#((start + chunk.count) / 16), "probability": \#(probability)}"#)
+            if let wake = try engine.hear(chunk) {
+                wakes.append(#"{"ms": \#((start + wake.end) / 16), "probability": \#(wake.probability)}"#)
                 try engine.reset()
             }
         } catch {

@@ -11,7 +11,7 @@ JSON for the Swift tests to compare with the satellite's own front end and engin
         per model step, as MicroWakeWord.process_streaming_prob returns it
     wakeword_reference.py wakes OUT.json MODEL CLIP.raw...
         {"clips": [{"wakes": [ms, ...]}, ...], "cpu_s": x, "audio_s": y}  for scripts/bench:
-        each clip heard afresh in 60 ms reads, the model started afresh after each wake (as
+        each clip heard afresh in 64 ms reads, the model started afresh after each wake (as
         the satellite's is); ms is where the read that woke it ends; cpu_s the CPU it took
 
 CLIP.raw is 16 kHz mono signed 16-bit little-endian audio. The answer goes to
@@ -26,7 +26,7 @@ from pymicro_wakeword import MicroWakeWord, MicroWakeWordFeatures, Model
 
 FEATURE_SCALE = 0.0390625
 MODELS = {}
-READ_BYTES = 1920  # 60 ms, the satellite's period in wake local
+READ_BYTES = 2048  # 64 ms, as pymicro_wakeword reads standard input live
 
 
 def features(audio: bytes):

@@ -10,7 +10,11 @@ import SatelliteCore
 
 /// Listens for the local wake word and starts a turn on each wake.
 public actor WakeWordService {
-    /// 120 ms a period: four model steps (30 ms each) a wake-up.
+    /// 120 ms a period, four model steps (30 ms each) a wake-up: on the machines measured a wake-up
+    /// costs more than the engine's work on it (BENCHMARKS.md). The wake is seen up to a period
+    /// late; the turn's audio still starts at the frame that decided it (WakeWordEngine.Wake.end).
+    /// Longer periods cost less still, but the tests' microphone FIFO (MicFeeder) holds 200 ms
+    /// ahead of the reader and a period near that reads it short.
     public static let periodFrames = 1920
 
     private let engine: WakeWordEngine
@@ -101,19 +105,21 @@ public actor WakeWordService {
     /// One period: false when reading should stop.
     private func hear(_ samples: [Int16], number: Int) async -> Bool {
         guard microphone?.number == number, gate.listens else { return false }
-        let probability: Double?
+        let wake: WakeWordEngine.Wake?
         do {
-            probability = try engine.hear(samples)
+            wake = try engine.hear(samples)
         } catch {
             fail(error)
             return false
         }
-        guard let probability, gate.heard(atMs: Int64(MonotonicClock.nanoseconds() / 1_000_000)) else { return true }
+        guard let wake, gate.heard(atMs: Int64(MonotonicClock.nanoseconds() / 1_000_000)) else { return true }
         // When the detector decided, for scripts/bench.
         let decidedAt = MonotonicClock.nanoseconds()
-        await capture.handOver(startingWith: samples)
+        // The turn's audio starts where the deciding frame ended, not at the top of the period.
+        let question = wake.end < samples.count ? Array(samples[wake.end...]) : nil
+        await capture.handOver(startingWith: question)
         microphone = nil
-        bus.publish(.wake(model: engine.name, probability: probability))
+        bus.publish(.wake(model: engine.name, probability: wake.probability))
         bus.notice(.debug, "Wake word decided.", ["monotonic_ns": String(decidedAt)])
         do {
             try engine.reset()
