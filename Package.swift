@@ -32,6 +32,8 @@ let package = Package(
         .target(name: "Satellite", dependencies: ["SatelliteCore", "CALSA", "CAvahi", "CCurl", "CEspeak", "COpenSSL", "CPrctl", "CSpawn", "CSystemd", "CTFLite", "CWebSockets"], swiftSettings: strict),
         .executableTarget(name: "parlour-satellite", dependencies: ["Satellite", "SatelliteCore"], swiftSettings: strict),
         .executableTarget(name: "parlourctl", dependencies: ["SatelliteCore"], swiftSettings: strict),
+        // scripts/bench's: the wake word engine over recordings, faster than real time (not installed).
+        .executableTarget(name: "wakeword-bench", dependencies: ["Satellite", "SatelliteCore"], swiftSettings: strict),
 
         // What both test targets need to run tools (espeak-ng, sox, cc) safely.
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),

@@ -34,6 +34,14 @@ QUESTION = "what time is it in the kitchen"
 TRIP_QUESTION = "lights on"
 # What the shipped okay_nabu model hears in espeak-ng's voice (TESTING.md).
 WAKE_WORD = "okay nabu"
+# The wake word corpus: the three words espeak-ng says well, each with its model (TESTING.md),
+# in these voices and speeds (words a minute; espeak-ng's own is 175).
+CORPUS_WORDS = [("okay nabu", "okay_nabu"), ("alexa", "alexa"), ("hey mycroft", "hey_mycroft")]
+CORPUS_VOICES = ["en", "en-us", "en+f3", "en+m3", "en-gb-x-rp"]
+CORPUS_RATES = [130, 175, 210]
+# The false wakes' speech: the manual read in these voices and speeds.
+FALSE_VOICES = ["en", "en-us", "en+f3", "en+m3", "en-gb-scotland", "en-029"]
+FALSE_RATES = [150, 175, 200]
 # The answer's audio as the real server's default voice makes it: 24 kHz float32.
 REPLY = {"audioFormat": "float32", "audioRate": 24000, "audioMs": 3000}
 TRIP_REPLY = {"audioFormat": "float32", "audioRate": 24000, "audioMs": 300}
@@ -103,7 +111,11 @@ FIGURES = [
     Figure("ratio_rss", "Ratio ours/theirs, steady RSS", "×", 3),
     section("The satellite's own wake word (wake local, stream transport), the Python reference at the same time"),
     Figure("local_cpu_s_per_min", "CPU per minute, idle in wake local (ear open, no wake word said)", "s/min", 3),
+    Figure("local_cpu_audio", "… of which the audio thread (audio)", "s/min", 3),
+    Figure("local_cpu_websocket", "… of which the WebSocket thread (websocket)", "s/min", 3),
+    Figure("local_cpu_rest", "… of which the other threads (Swift's pool: the engine; the rest)", "s/min", 3),
     Figure("local_wakeups_per_s", "Times a thread was put on a CPU, per second", "/s", 1),
+    Figure("local_wakeups_audio", "… of which the audio thread", "/s", 1),
     Figure("local_rss_mb", "Steady RSS in wake local (VmRSS)", "MiB", 2),
     Figure("local_hwm_mb", "Peak RSS in wake local (VmHWM)", "MiB", 2),
     Figure("local_bytes", "Binary bytes /listen received meanwhile (nothing is sent)", "B", 0),
@@ -114,6 +126,21 @@ FIGURES = [
     Figure("local_vs_stream_cpu", "Ratio wake local / wake server streaming, CPU (medians)", "×", 3),
     Figure("local_minus_stream_rss", "Steady RSS, wake local less wake server streaming (medians)", "MiB", 2),
     Figure("wake_to_start_ms", "The wake's decision to `start` on the socket", "ms", 3, "p5–p95"),
+    section("The wake word's decisions, heard faster than real time (wakeword-bench beside wakeword_reference.py)"),
+    Figure("corpus_clips", "Clips of the three wake words in the corpus (context)", "", 0),
+    Figure("corpus_detected", "Clips that woke their own word's model: the satellite", "", 0),
+    Figure("reference_corpus_detected", "Clips that woke their own word's model: the reference", "", 0),
+    Figure("corpus_cross_wakes", "Clips that woke another word's model: the satellite", "", 0),
+    Figure("reference_corpus_cross_wakes", "Clips that woke another word's model: the reference", "", 0),
+    Figure("corpus_alike", "Decisions alike (each clip with each of the three models)", "", 0),
+    Figure("corpus_unlike", "Decisions unlike (listed in the notes)", "", 0),
+    Figure("false_audio_min", "Non-wake speech and noise heard (context)", "min", 1),
+] + [Figure(f"{side}false_wakes_{model}", f"False wakes per hour, {model}: the {who}", "/h", 2)
+     for _, model in CORPUS_WORDS for side, who in (("", "satellite"), ("reference_", "reference"))] + [
+    Figure("engine_cpu_s_per_min", "The engine's CPU per minute of audio (front end and model, okay_nabu)", "s/min", 4),
+    Figure("frontend_cpu_s_per_min", "… of which the front end (MicroFrontend)", "s/min", 4),
+    Figure("model_cpu_s_per_min", "… of which the model (TensorFlow Lite's invoke, quantising)", "s/min", 4),
+    Figure("reference_engine_cpu_s_per_min", "The reference's CPU per minute of audio (pymicro-features, pymicro-wakeword)", "s/min", 4),
     section("Round trips in a row (stream transport, push turns over /listen)"),
     Figure("trips_rss_first_mb", "RSS after the first round trip (VmRSS)", "MiB", 2),
     Figure("trips_rss_mb", "Steady RSS after the last round trip (VmRSS)", "MiB", 2),
@@ -308,6 +335,14 @@ class ThreadTimes:
         for tid, (ran, _) in self.last.items():
             name = thread_name(self.pid, tid)
             by[name] = by.get(name, 0) + (ran - self.first.get(tid, (0, 0))[0]) / 1e9
+        return by
+
+    def runs_by_name(self):
+        """Times on a CPU by thread name."""
+        by = {}
+        for tid, (_, slices) in self.last.items():
+            name = thread_name(self.pid, tid)
+            by[name] = by.get(name, 0) + slices - self.first.get(tid, (0, 0))[1]
         return by
 
     def watch(self, duration, every=0.1):
@@ -557,6 +592,7 @@ class Bench:
         self.deadline = time.monotonic() + args.time_limit
         self.notes = []  # what a reader of the report should know about this run
         self.callgrind_top = []
+        self.corpus_rows = []  # the corpus by noise: (noise, clips, ours: woke, missed, theirs: woke, missed)
 
     def check_time(self, what):
         if time.monotonic() > self.deadline:
@@ -902,6 +938,15 @@ pcm.benchspeaker {{ type plug slave {{ pcm "benchspeaker_file" format S16_LE rat
             ours, theirs = Window([daemon.pid]), Window([p.pid for p in reference])
             watch_windows([ours, theirs], self.args.local_seconds)
             FIG["local_cpu_s_per_min"].samples.append(ours.cpu_per_min())
+            by_name = ours.threads[0].seconds_by_name()
+            audio, websocket = by_name.pop("audio", 0), by_name.pop("websocket", 0)
+            for key, value in (("local_cpu_audio", audio), ("local_cpu_websocket", websocket),
+                               ("local_cpu_rest", sum(by_name.values()))):
+                FIG[key].samples.append(value * 60 / ours.length)
+            runs = ours.threads[0].runs_by_name()
+            FIG["local_wakeups_audio"].samples.append(runs.get("audio", 0) / ours.length)
+            self.notes.append(f"Local run {number}: times on a CPU by thread: "
+                              + ", ".join(f"{name} {count / ours.length:.1f}/s" for name, count in sorted(runs.items())))
             FIG["local_wakeups_per_s"].samples.append(ours.runs_per_s())
             FIG["local_rss_mb"].samples.append(mb(ours.steady_rss()))
             FIG["local_hwm_mb"].samples.append(mb(ours.hwm))
@@ -951,6 +996,166 @@ pcm.benchspeaker {{ type plug slave {{ pcm "benchspeaker_file" format S16_LE rat
         if FIG["local_rss_mb"].samples and FIG["stream_rss_mb"].samples:
             FIG["local_minus_stream_rss"].samples.append(
                 statistics.median(FIG["local_rss_mb"].samples) - statistics.median(FIG["stream_rss_mb"].samples))
+
+    # -------------------------------------------------------------- the wake word's decisions
+
+    def spoken(self, text, name, voice, rate, lead=0.5, trail=1.0):
+        """`text` (or a file of it, `text` starting with @) in espeak-ng's `voice` at `rate` words a
+        minute, as 16 kHz S16_LE samples (numpy) with `lead` and `trail` seconds of quiet."""
+        import numpy as np
+        source = ["-f", text[1:]] if text.startswith("@") else [text]
+        run(["espeak-ng", "-v", voice, "-s", str(rate), "-w", self.path(f"{name}.wav")] + source)
+        run(["sox", self.path(f"{name}.wav"), "-r", "16000", "-c", "1", "-b", "16", "-e", "signed", "-t", "raw",
+             self.path(f"{name}.raw"), "pad", str(lead), str(trail)])
+        samples = np.fromfile(self.path(f"{name}.raw"), dtype="<i2")
+        os.remove(self.path(f"{name}.wav"))
+        os.remove(self.path(f"{name}.raw"))
+        return samples
+
+    def noise(self, kind, seconds):
+        """sox's `kind` of noise (whitenoise, pinknoise, brownnoise), the same every run."""
+        import numpy as np
+        out = self.path(f"{kind}.raw")
+        run(["sox", "-R", "-n", "-r", "16000", "-c", "1", "-b", "16", "-e", "signed", "-t", "raw", out,
+             "synth", str(seconds), kind, "vol", "0.5"])
+        return np.fromfile(out, dtype="<i2").astype(np.float64)
+
+    @staticmethod
+    def mixed(speech, noise, at, snr):
+        """`speech` with `noise` (from sample `at`, wrapping) at `snr` dB below the speech's level:
+        its RMS over the 10 ms windows within 40 dB of the loudest, as the tests' Speech does."""
+        import numpy as np
+        if snr is None:
+            return speech
+        windows = speech[:len(speech) // 160 * 160].astype(np.float64).reshape(-1, 160)
+        levels = np.sqrt((windows ** 2).mean(axis=1))
+        active = levels[levels >= levels.max() / 100]
+        level = np.sqrt((active ** 2).mean())
+        part = np.resize(np.roll(noise, -at), len(speech))
+        gain = level / np.sqrt((part ** 2).mean()) / 10 ** (snr / 20)
+        return np.clip(speech + gain * part, -32768, 32767).astype("<i2")
+
+    def engines(self, model, paths, name):
+        """The satellite's engine (wakeword-bench) and the reference (wakeword_reference.py wakes) on
+        the same clips with `model`: two answers, each {"clips": [{"wakes": [...]}, ...], ...}."""
+        folder = os.path.join(ROOT, ".build", "wakeword")
+        ours = json.loads(run([os.path.join(self.bin, "wakeword-bench"), folder, model] + paths))
+        out = self.path(f"{name}-{model}.json")
+        run([self.args.python, os.path.join(ROOT, "Tests/Fixtures/wakeword_reference.py"), "wakes", out, model] + paths)
+        with open(out) as f:
+            theirs = json.load(f)
+        for answer in (ours, theirs):
+            if len(answer["clips"]) != len(paths):
+                raise BenchError(f"The {name} run: {len(answer['clips'])} answers for {len(paths)} clips")
+        return ours, theirs
+
+    def corpus(self):
+        """The brief's corpus, larger than the tests': espeak-ng saying the three wake words in
+        CORPUS_VOICES at CORPUS_RATES, clean and in sox's white and pink noise at 20, 10 and 5
+        dB SNR; every clip heard by each of the three models, ours and the reference's."""
+        self.check_time("the wake word corpus")
+        noises = {kind: self.noise(kind, 60) for kind in ("whitenoise", "pinknoise")}
+        clips = []  # (path, phrase, snr, description)
+        for phrase, model in CORPUS_WORDS:
+            for voice in CORPUS_VOICES:
+                for rate in CORPUS_RATES:
+                    said = self.spoken(phrase, "said", voice, rate)
+                    for kind, snr in [(None, None)] + [(k, snr) for k in noises for snr in (20, 10, 5)]:
+                        path = self.path(f"corpus-{len(clips)}.raw")
+                        at = (len(clips) * 7919) % len(noises["whitenoise"])
+                        self.mixed(said, noises.get(kind), at, snr).tofile(path)
+                        where = "clean" if snr is None else f"{kind} {snr} dB SNR"
+                        clips.append((path, model, snr, f'"{phrase}" {voice} {rate} wpm, {where}'))
+        paths = [c[0] for c in clips]
+        woke = {}  # (side, clip index, model) -> bool
+        for _, model in CORPUS_WORDS:
+            ours, theirs = self.engines(model, paths, "corpus")
+            for side, answer in (("ours", ours), ("theirs", theirs)):
+                for index, clip in enumerate(answer["clips"]):
+                    woke[(side, index, model)] = bool(clip["wakes"])
+        models = [m for _, m in CORPUS_WORDS]
+        FIG["corpus_clips"].samples.append(len(clips))
+        for side, own, cross in (("ours", "corpus_detected", "corpus_cross_wakes"),
+                                 ("theirs", "reference_corpus_detected", "reference_corpus_cross_wakes")):
+            FIG[own].samples.append(sum(woke[(side, i, c[1])] for i, c in enumerate(clips)))
+            FIG[cross].samples.append(sum(any(woke[(side, i, m)] for m in models if m != c[1]) for i, c in enumerate(clips)))
+        unlike = [(i, m) for i in range(len(clips)) for m in models if woke[("ours", i, m)] != woke[("theirs", i, m)]]
+        FIG["corpus_alike"].samples.append(len(clips) * len(models) - len(unlike))
+        FIG["corpus_unlike"].samples.append(len(unlike))
+        for i, m in unlike:
+            self.notes.append(f"Corpus: {clips[i][3]} with {m}: the satellite "
+                              f"{'wakes' if woke[('ours', i, m)] else 'does not'}, the reference "
+                              f"{'wakes' if woke[('theirs', i, m)] else 'does not'}.")
+        # Detections and misses by noise, each clip with its own word's model.
+        self.corpus_rows = []
+        for snr in (None, 20, 10, 5):
+            chosen = [(i, c) for i, c in enumerate(clips) if c[2] == snr]
+            row = [("clean" if snr is None else f"{snr} dB SNR"), len(chosen)]
+            for side in ("ours", "theirs"):
+                hits = sum(woke[(side, i, c[1])] for i, c in chosen)
+                row += [hits, len(chosen) - hits]
+            self.corpus_rows.append(row)
+        for path in paths:
+            os.remove(path)
+
+    def false_wakes(self):
+        """--false-wake-minutes of espeak-ng reading this project's manual (never a wake word) in
+        FALSE_VOICES at FALSE_RATES, each stretch clean or in noise at 20, 10 or 5 dB SNR, with
+        stretches of noise alone between; heard as one recording by the satellite's engine and
+        the reference's with each of the three models, the model started afresh after each wake."""
+        import numpy as np
+        self.check_time("the false wakes")
+        wanted = int(self.args.false_wake_minutes * 60 * 16000)
+        sentences = []
+        for name in sorted(os.listdir(os.path.join(ROOT, "docs"))):
+            if name.endswith(".md"):
+                text = open(os.path.join(ROOT, "docs", name), encoding="utf-8").read()
+                text = re.sub(r"```.*?```", " ", text, flags=re.S)
+                text = re.sub(r"[`*_#|<>\[\]()]", " ", text)
+                for sentence in re.split(r"(?<=[.!?])\s+|\n\s*\n", text):
+                    sentence = " ".join(sentence.split())
+                    if len(sentence) > 20 and not re.search(r"nabu|alexa|mycroft|jarvis", sentence, re.I):
+                        sentences.append(sentence)
+        noises = {kind: self.noise(kind, 120) for kind in ("whitenoise", "pinknoise", "brownnoise")}
+        parts, total, stretch = [], 0, 0
+        while total < wanted:
+            self.check_time("the false wakes' speech")
+            voice = FALSE_VOICES[stretch % len(FALSE_VOICES)]
+            rate = FALSE_RATES[stretch // len(FALSE_VOICES) % len(FALSE_RATES)]
+            chosen = sentences[(stretch * 25) % len(sentences):][:25] or sentences[:25]
+            with open(self.path("stretch.txt"), "w", encoding="utf-8") as f:
+                f.write("\n".join(chosen))
+            said = self.spoken("@" + self.path("stretch.txt"), "stretch", voice, rate, lead=0.3, trail=0.3)
+            kind = ("whitenoise", "pinknoise", "brownnoise")[stretch % 3]
+            snr = (None, 20, 10, 5)[stretch % 4]
+            parts.append(self.mixed(said, noises[kind], stretch * 104729, snr))
+            # Every third stretch, 20 s of that noise alone.
+            if stretch % 3 == 2:
+                parts.append(np.clip(noises[kind][:20 * 16000] * 0.3, -32768, 32767).astype("<i2"))
+            total = sum(len(p) for p in parts)
+            stretch += 1
+        audio = np.concatenate(parts)[:wanted]
+        path = self.path("false.raw")
+        audio.tofile(path)
+        hours = len(audio) / 16000 / 3600
+        FIG["false_audio_min"].samples.append(hours * 60)
+        for _, model in CORPUS_WORDS:
+            found, theirs = self.engines(model, [path], "false")
+            if model == "okay_nabu":
+                ours, reference = found, theirs
+            FIG[f"false_wakes_{model}"].samples.append(len(found["clips"][0]["wakes"]) / hours)
+            FIG[f"reference_false_wakes_{model}"].samples.append(len(theirs["clips"][0]["wakes"]) / hours)
+            for side, answer in (("the satellite", found), ("the reference", theirs)):
+                for wake in answer["clips"][0]["wakes"]:
+                    ms = wake["ms"] if isinstance(wake, dict) else wake
+                    self.notes.append(f"False wake: {model}, {side}, at {ms / 1000:.1f} s of the non-wake speech.")
+        # The engines' CPU per minute of audio, faster than real time (context for the live runs).
+        minutes = ours["audio_s"] / 60
+        FIG["engine_cpu_s_per_min"].samples.append(ours["engine_cpu_s"] / minutes)
+        FIG["frontend_cpu_s_per_min"].samples.append(ours["frontend_cpu_s"] / minutes)
+        FIG["model_cpu_s_per_min"].samples.append((ours["engine_cpu_s"] - ours["frontend_cpu_s"]) / minutes)
+        FIG["reference_engine_cpu_s_per_min"].samples.append(reference["cpu_s"] / (reference["audio_s"] / 60))
+        os.remove(path)
 
     # -------------------------------------------------------------- round trips
 
@@ -1254,6 +1459,8 @@ def aims():
     judge("The wake word adds under 4 MiB to the daemon's RSS (against streaming)", median("local_minus_stream_rss"),
           lambda v: v < 4, " MiB")
     judge("The wake reaches the socket within 100 ms of the decision", median("wake_to_start_ms"), lambda v: v < 100, " ms")
+    judge("The satellite and the reference decide alike on every clip of the corpus", median("corpus_unlike"),
+          lambda v: v == 0, " unlike")
     return rows
 
 
@@ -1261,7 +1468,8 @@ def report(args, host, elapsed, bench):
     lines = [f"Date: {time.strftime('%Y-%m-%d %H:%M %Z')}", f"Command: {args.command}",
              f"Runs: {args.runs} record runs (idle {args.idle_seconds:g} s, held capture {args.capture_seconds:g} s); "
              f"{args.stream_runs} stream runs of {args.stream_seconds:g} s; {args.local_runs} local wake word runs of "
-             f"{args.local_seconds:g} s; {args.wakes} wakes; {args.trips} round trips; "
+             f"{args.local_seconds:g} s; {args.wakes} wakes; corpus {'yes' if args.corpus else 'no'}; "
+             f"{args.false_wake_minutes:g} min for false wakes; {args.trips} round trips; "
              f"{args.callgrind_runs} callgrind runs of {args.callgrind_seconds:g} s; took {elapsed:.0f} s", ""]
     lines += [f"- {name}: {value}" for name, value in host]
     lines += [f"- Load average at the end: {load_average()}", ""]
@@ -1284,6 +1492,11 @@ def report(args, host, elapsed, bench):
                   "| Function | Object | Instructions per second of audio |", "| --- | --- | ---: |"]
         for name, where, per_s in bench.callgrind_top:
             lines.append(f"| `{name[:90]}` | {where} | {per_s / 1000:.0f} k |")
+    if bench.corpus_rows:
+        lines += ["", "The corpus by noise, each clip heard by its own word's model:", "",
+                  "| Noise | Clips | Satellite: woke | missed | Reference: woke | missed |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: |"]
+        lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in bench.corpus_rows]
     if bench.notes:
         lines += [""] + [f"Note: {note}" for note in bench.notes]
     return "\n".join(lines)
@@ -1302,6 +1515,13 @@ def main():
     parser.add_argument("--local-runs", type=int, default=3, help="Local wake word runs, ours and the Python reference's at once.")
     parser.add_argument("--local-seconds", type=float, default=60, help="How long each local wake word run measures (0: none).")
     parser.add_argument("--wakes", type=int, default=10, help="Turns started by the wake word, timed to `start` (0: none).")
+    parser.add_argument("--no-corpus", dest="corpus", action="store_false",
+                        help="Skip the wake word corpus (ours and the reference on espeak-ng's wake words in noise).")
+    parser.add_argument("--false-wake-minutes", type=float, default=60,
+                        help="Minutes of non-wake speech and noise heard for false wakes (0: none).")
+    parser.add_argument("--wake", action="store_true",
+                        help="Only what the wake word's aims need: the stream runs, the local runs, the wakes, "
+                             "the corpus and the false wakes (as --runs 0 --trips 0 --callgrind-seconds 0).")
     parser.add_argument("--callgrind-runs", type=int, default=1)
     parser.add_argument("--callgrind-seconds", type=float, default=20, help="How long callgrind counts (0: no callgrind).")
     parser.add_argument("--no-wyoming", dest="wyoming", action="store_false", help="Measure ours alone.")
@@ -1309,6 +1529,8 @@ def main():
     parser.add_argument("--keep", action="store_true", help="Keep the working folder (logs, traces, callgrind dumps).")
     parser.add_argument("--command", default="scripts/bench", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.wake:
+        args.runs, args.trips, args.callgrind_seconds = 0, 0, 0
 
     # SIGTERM (and SIGHUP) take the same way out as Ctrl-C, so `finally` stops everything.
     def interrupted(signum, frame):
@@ -1339,6 +1561,12 @@ def main():
         if args.wakes > 0:
             print(f"{args.wakes} wakes…", file=sys.stderr, flush=True)
             bench.local_wakes()
+        if args.corpus:
+            print("the wake word corpus…", file=sys.stderr, flush=True)
+            bench.corpus()
+        if args.false_wake_minutes > 0:
+            print(f"{args.false_wake_minutes:g} minutes of speech for false wakes…", file=sys.stderr, flush=True)
+            bench.false_wakes()
         if args.trips > 0:
             print(f"{args.trips} round trips…", file=sys.stderr, flush=True)
             bench.trips()

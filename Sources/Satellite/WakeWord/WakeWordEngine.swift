@@ -35,11 +35,21 @@ public final class WakeWordEngine: @unchecked Sendable {
         }
     }
 
-    /// Hears `samples` (16 kHz mono): the averaged probability that woke it, or nil.
-    public func hear(_ samples: [Int16]) throws(WakeWordModelError) -> Double? {
-        var woke: Double?
-        for frame in frontend.process(samples) {
-            if let average = try model.process(frame), woke == nil, model.heard(average) { woke = average }
+    /// A wake: the averaged probability, and how far into the samples heard the frame that
+    /// decided it ends (what follows is the question).
+    public struct Wake: Sendable, Equatable {
+        public let probability: Double
+        public let end: Int
+    }
+
+    /// Hears `samples` (16 kHz mono): the wake they hold, or nil.
+    public func hear(_ samples: [Int16]) throws(WakeWordModelError) -> Wake? {
+        let firstEnd = MicroFrontend.windowSamples - frontend.bufferedSamples
+        var woke: Wake?
+        for (index, frame) in frontend.process(samples).enumerated() {
+            if let average = try model.process(frame), woke == nil, model.heard(average) {
+                woke = Wake(probability: average, end: firstEnd + index * MicroFrontend.stepSamples)
+            }
         }
         return woke
     }

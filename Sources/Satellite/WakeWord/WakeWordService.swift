@@ -10,8 +10,12 @@ import SatelliteCore
 
 /// Listens for the local wake word and starts a turn on each wake.
 public actor WakeWordService {
-    /// 60 ms a period: two model steps (30 ms each) a wake-up.
-    public static let periodFrames = 960
+    /// 120 ms a period, four model steps (30 ms each) a wake-up: on the machines measured a wake-up
+    /// costs more than the engine's work on it (BENCHMARKS.md). The wake is seen up to a period
+    /// late; the turn's audio still starts at the frame that decided it (WakeWordEngine.Wake.end).
+    /// Longer periods cost less still, but the tests' microphone FIFO (MicFeeder) holds 200 ms
+    /// ahead of the reader and a period near that reads it short.
+    public static let periodFrames = 1920
 
     private let engine: WakeWordEngine
     private let capture: AudioCapture
@@ -75,18 +79,21 @@ public actor WakeWordService {
         }
         opened += 1
         let number = opened
-        let task = Task { [weak self] in
-            var failed = false
-            for await chunk in frames {
-                guard let self else { return }
-                guard case .samples(let samples) = chunk else { failed = true; break }
-                guard await self.hear(samples, number: number) else { break }
-            }
-            await self?.ended(number, failed: failed)
-        }
+        // On the actor from the start, so a period costs one wake-up of Swift's pool, not a wake-up
+        // and then a hop onto the actor. The task holds the service until its stream ends.
+        let task = Task { await read(frames, number: number) }
         microphone = (number, task)
         // The state may have moved while the device opened.
         if !gate.listens || broken { stopReading() }
+    }
+
+    private func read(_ frames: AsyncStream<CaptureChunk>, number: Int) async {
+        var failed = false
+        for await chunk in frames {
+            guard case .samples(let samples) = chunk else { failed = true; break }
+            guard await hear(samples, number: number) else { break }
+        }
+        await ended(number, failed: failed)
     }
 
     /// Stops reading; the device closes unless it was handed over.
@@ -98,19 +105,21 @@ public actor WakeWordService {
     /// One period: false when reading should stop.
     private func hear(_ samples: [Int16], number: Int) async -> Bool {
         guard microphone?.number == number, gate.listens else { return false }
-        let probability: Double?
+        let wake: WakeWordEngine.Wake?
         do {
-            probability = try engine.hear(samples)
+            wake = try engine.hear(samples)
         } catch {
             fail(error)
             return false
         }
-        guard let probability, gate.heard(atMs: Int64(MonotonicClock.nanoseconds() / 1_000_000)) else { return true }
+        guard let wake, gate.heard(atMs: Int64(MonotonicClock.nanoseconds() / 1_000_000)) else { return true }
         // When the detector decided, for scripts/bench.
         let decidedAt = MonotonicClock.nanoseconds()
-        await capture.handOver(startingWith: samples)
+        // The turn's audio starts where the deciding frame ended, not at the top of the period.
+        let question = wake.end < samples.count ? Array(samples[wake.end...]) : nil
+        await capture.handOver(startingWith: question)
         microphone = nil
-        bus.publish(.wake(model: engine.name, probability: probability))
+        bus.publish(.wake(model: engine.name, probability: wake.probability))
         bus.notice(.debug, "Wake word decided.", ["monotonic_ns": String(decidedAt)])
         do {
             try engine.reset()

@@ -55,6 +55,10 @@ public struct MicroFrontend: Sendable {
         gainControl = MicroFrontendGainControl(estimateBits: noiseReduction.estimateBits, correctionBits: correctionBits)
     }
 
+    /// Samples kept from earlier calls towards the next frame: the next call's first frame ends
+    /// `windowSamples - bufferedSamples` samples into it, and each further one `stepSamples` later.
+    public var bufferedSamples: Int { inputUsed }
+
     /// The frames `samples` complete, oldest first; samples short of the next frame are kept.
     public mutating func process(_ samples: some Collection<Int16>) -> [[UInt16]] {
         var frames: [[UInt16]] = []

@@ -1,0 +1,84 @@
+// scripts/bench's driver for the local wake word: the daemon's own engine
+// (WakeWordEngine, fed WakeWordService's periods, reset after each wake as the
+// service resets it) run over recordings as fast as the CPU allows, so that a
+// corpus and an hour of speech take seconds, not their length. It prints, as one
+// JSON object, each clip's wakes and the CPU the engine took, with the front end
+// alone timed over the same audio so the model's share is the difference. The
+// bench sets it beside pymicro-wakeword on the same audio
+// (Tests/Fixtures/wakeword_reference.py). Not installed: scripts/package builds
+// only the daemon and parlourctl.
+//
+//   wakeword-bench FOLDER MODEL CLIP.raw...
+//
+// FOLDER holds lib/ and models/ as scripts/deps lays out .build/wakeword; MODEL is
+// a shipped model's name or a manifest's path; each CLIP is 16 kHz mono S16_LE,
+// heard from a fresh engine (a fresh front end and model).
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import Glibc
+import Satellite
+import SatelliteCore
+
+func threadCPUSeconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}
+
+func fail(_ message: String) -> Never {
+    _ = Array("wakeword-bench: \(message)\n".utf8).withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+    exit(1)
+}
+
+func samples(_ path: String) -> [Int16] {
+    guard let data = FileManager.default.contents(atPath: path) else { fail("cannot read \(path)") }
+    return data.withUnsafeBytes { bytes in
+        (0..<bytes.count / 2).map { Int16(littleEndian: bytes.loadUnaligned(fromByteOffset: 2 * $0, as: Int16.self)) }
+    }
+}
+
+let arguments = CommandLine.arguments.dropFirst()
+guard arguments.count >= 3 else { fail("usage: wakeword-bench FOLDER MODEL CLIP.raw...") }
+let folder = WakeWordFolder(path: arguments[arguments.startIndex])
+let settings = SatelliteConfig.WakeWord(model: arguments[arguments.startIndex + 1])
+let period = WakeWordService.periodFrames
+
+var clips: [String] = []
+var engineSeconds = 0.0, frontendSeconds = 0.0, audioSeconds = 0.0
+for path in arguments.dropFirst(2) {
+    let audio = samples(path)
+    let engine: WakeWordEngine
+    do {
+        engine = try WakeWordEngine.load(settings, folder: folder, configFile: "(wakeword-bench)")
+    } catch {
+        fail("\(error)")
+    }
+    var wakes: [String] = []
+    let began = threadCPUSeconds()
+    for start in stride(from: 0, to: audio.count, by: period) {
+        let chunk = Array(audio[start..<min(start + period, audio.count)])
+        do {
+            if let wake = try engine.hear(chunk) {
+                wakes.append(#"{"ms": \#((start + wake.end) / 16), "probability": \#(wake.probability)}"#)
+                try engine.reset()
+            }
+        } catch {
+            fail("\(path): \(error)")
+        }
+    }
+    engineSeconds += threadCPUSeconds() - began
+    var frontend = MicroFrontend()
+    let frontBegan = threadCPUSeconds()
+    var frames = 0
+    for start in stride(from: 0, to: audio.count, by: period) {
+        frames += frontend.process(audio[start..<min(start + period, audio.count)]).count
+    }
+    frontendSeconds += threadCPUSeconds() - frontBegan
+    audioSeconds += Double(audio.count) / 16_000
+    clips.append(#"{"wakes": [\#(wakes.joined(separator: ", "))], "frames": \#(frames)}"#)
+}
+print(#"{"audio_s": \#(audioSeconds), "engine_cpu_s": \#(engineSeconds), "frontend_cpu_s": \#(frontendSeconds), "#
+    + #""period_frames": \#(period), "clips": [\#(clips.joined(separator: ",\n"))]}"#)
