@@ -54,6 +54,7 @@ import Testing
                 return source >= 0 && source < far.count ? far[source] / 4 : 0
             }
             references += alignment.heard(mic, at: start + Int64(heard * period) + offset())
+            if let input = alignment.takeMeasurement() { alignment.measured(EchoDelay.estimate(input)) }
         }
         return references
     }
@@ -93,7 +94,10 @@ import Testing
 
     @Test func silenceFromTheSpeakerMeasuresNothing() {
         var alignment = EchoAlignment()
-        for p in 0..<200 { _ = alignment.heard(Signal.noise(20, dBFS: -20, seed: UInt64(p)), at: Int64(p * 320)) }
+        for p in 0..<200 {
+            _ = alignment.heard(Signal.noise(20, dBFS: -20, seed: UInt64(p)), at: Int64(p * 320))
+            #expect(alignment.takeMeasurement() == nil)
+        }
         #expect(alignment.measurements == 0)
         #expect(alignment.delay == nil)
     }

@@ -19,6 +19,7 @@ import CALSA
 import CSpeexDSP
 import CWebRTCAudio
 import SatelliteCore
+import Synchronization
 
 /// Which processing the microphone's audio gets (`audio.echoCancel`, `audio.noiseSuppression`, `audio.autoGain`).
 public struct AudioProcessing: Sendable, Equatable {
@@ -61,6 +62,12 @@ final class EchoCanceller {
     private var pendingFar: [Int16] = []
     private var processed: [Int16] = []
     private var lastDelay: Int?
+    /// A delay being measured off the audio thread, and its answer once there.
+    private let measuring = Measuring()
+
+    private final class Measuring: Sendable {
+        let state = Mutex<(running: Bool, answer: EchoDelay.Estimate??)>((false, nil))
+    }
 
     /// nil when everything is off (nothing is allocated, nothing runs) or the library failed.
     init?(_ settings: AudioProcessing, notice: @escaping @Sendable (String, [String: String]) -> Void) {
@@ -114,7 +121,15 @@ final class EchoCanceller {
         let waiting = Int64(max(0, Int(snd_pcm_avail_update(pcm))))
         // The chunk's first sample was heard before it and what is still waiting to be read.
         let start = EchoAlignment.sample(atNanoseconds: now) - waiting - Int64(count)
+        if let answer = measuring.state.withLock({ m in defer { m.answer = nil }; return m.answer }) { alignment.measured(answer) }
         let far = wantsReference ? alignment.heard(chunk, at: start) : [Int16](repeating: 0, count: count)
+        if let input = alignment.takeMeasurement(), measuring.state.withLock({ m in defer { m.running = true }; return !m.running }) {
+            // About 10 ms of a core: not on the audio thread, which has a period to keep.
+            Task.detached(priority: .utility) { [measuring] in
+                let estimate = EchoDelay.estimate(input)
+                measuring.state.withLock { $0 = (false, .some(estimate)) }
+            }
+        }
         if alignment.delay != lastDelay, let delay = alignment.delay {
             lastDelay = delay
             notice("Echo delay measured.", ["delay_ms": String(delay * 1000 / EchoAlignment.rate),

@@ -6,7 +6,8 @@
 // waiting, snd_pcm_avail). What that leaves (the card's own latency, the air,
 // a converter) is measured: while the speaker plays, the microphone's last
 // second is cross-correlated with the reference (EchoDelay), and the reference
-// is then taken that much later. Easy to get wrong: the clock's reading jitters
+// is then taken that much later. The measurement is handed out (`takeMeasurement`)
+// for someone else to compute, so the audio thread never waits for it. Easy to get wrong: the clock's reading jitters
 // by a wake-up, so each side runs on from where its last period ended unless it
 // is more than two periods off (an underrun, an overrun, a new device), and
 // only then jumps; and the reference is taken a few milliseconds early, so the
@@ -80,7 +81,7 @@ public struct EchoAlignment: Sendable {
 
     /// The microphone heard `samples` (16 kHz mono), the first at timeline sample `start` by the
     /// clock; returns what the speaker played that is in them, as many samples (silence where it
-    /// played nothing), and measures the delay again when a second has been heard over the speaker.
+    /// played nothing). A measurement falls due when a second has been heard over the speaker.
     public mutating func heard(_ samples: [Int16], at start: Int64) -> [Int16] {
         let at = Self.place(&microphoneNext, start, slack: slack, count: samples.count)
         if heard.isEmpty || heardStart + Int64(heard.count) != at { heard = [] ; heardStart = at }
@@ -92,7 +93,6 @@ public struct EchoAlignment: Sendable {
         }
         let reference = self.reference(count: samples.count, at: at - Int64((delay ?? 0) - margin))
         if reference.contains(where: { $0 != 0 }) { playedHeard += samples.count }
-        if playedHeard >= (measurements == 0 ? window : 5 * window), heard.count == window { measure() }
         return reference
     }
 
@@ -105,11 +105,19 @@ public struct EchoAlignment: Sendable {
         return out
     }
 
-    private mutating func measure() {
+    /// What to correlate, once due (after the first second heard over the speaker, then every five):
+    /// pass it to `EchoDelay.estimate` and its answer to `measured`.
+    public mutating func takeMeasurement() -> EchoDelay.Input? {
+        guard playedHeard >= (measurements == 0 ? window : 5 * window), heard.count == window else { return nil }
         playedHeard = 0
         let lead = lags.upperBound
         let span = reference(count: window + lags.upperBound - lags.lowerBound, at: heardStart - Int64(lead))
-        guard let estimate = EchoDelay.estimate(near: heard, far: span, farLead: lead, lags: lags) else { return }
+        return EchoDelay.Input(near: heard, far: span, farLead: lead, lags: lags)
+    }
+
+    /// The answer to the last `takeMeasurement` (nil: no echo found; the delay stays).
+    public mutating func measured(_ estimate: EchoDelay.Estimate?) {
+        guard let estimate else { return }
         measurements += 1
         // A lag within a millisecond of the last is the same delay: the canceller is not disturbed.
         if let delay, abs(delay - estimate.lag) <= 16 { return }

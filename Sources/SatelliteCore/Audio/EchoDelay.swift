@@ -16,6 +16,18 @@ public enum EchoDelay {
         public let correlation: Double
     }
 
+    /// What `estimate` is given: a stretch of the microphone and the speaker around it.
+    public struct Input: Sendable {
+        public let near: [Int16]
+        public let far: [Int16]
+        public let farLead: Int
+        public let lags: ClosedRange<Int>
+    }
+
+    public static func estimate(_ input: Input) -> Estimate? {
+        estimate(near: input.near, far: input.far, farLead: input.farLead, lags: input.lags)
+    }
+
     /// Below this the peak is not taken for an echo.
     public static let minimumCorrelation = 0.3
 
