@@ -319,6 +319,19 @@ import Testing
         }
     }
 
+    @Test func theServerWakingOverItsReplyStopsItAndListens() {
+        var machine = Self.machine(in: .idle, settings: .init(streamsRoom: true, maxUtteranceSamples: 16_000, timeoutSeconds: 60, bargeIn: true))
+        _ = machine.handle(.serverState(.thinking, text: "hi"))
+        _ = machine.handle(.audio)
+        _ = machine.handle(.serverState(.idle, text: nil))
+        #expect(machine.handle(.stop) == [.stopPlayback])
+        #expect(machine.handle(.serverState(.listening, text: nil)) == [.cue(.awake)], "the reply is still stopping")
+        #expect(machine.stage == .speaking)
+        #expect(machine.handle(.played(failure: nil, sameConnection: true)) == [.dropFrames, .spoke, .phase(.listening)])
+        #expect(machine.stage == .listening)
+        #expect(machine.periodRoute == .room)
+    }
+
     @Test func mutingWhileTheServerListensDropsItsQuestion() {
         var machine = Self.machine(in: .idle, settings: .init(streamsRoom: true, maxUtteranceSamples: 16_000, timeoutSeconds: 60))
         _ = machine.handle(.serverState(.listening, text: nil))

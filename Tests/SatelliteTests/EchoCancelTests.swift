@@ -77,6 +77,49 @@ struct EchoCancelTests {
         return (10 * log10(before / max(after, 1e-12)), 10 * log10(before / Double(max(1, (windows - 20) * 1600))))
     }
 
+    @Test("the local wake word said over an answer stops it and starts a new turn at once")
+    func wakeOverAnswer() async throws {
+        let directory = try Package.temporaryDirectory("echo")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let answer = try Self.answerFile(in: directory)
+        let answerSamples = try WAV.decode(Data(contentsOf: URL(fileURLWithPath: answer))).frameCount
+        let server = try await TestServer.start(knobs: ["audioFile": .string(answer), "wake": "never"])
+        defer { server.stop() }
+        let room = try EchoRoom(directory: directory.path)
+        defer { room.stop() }
+        let alsa = try ALSAFixture.shared()
+        let config: JSONValue = [
+            "name": "pi", "transport": "stream", "wake": "local", "server": ["url": .string(server.url), "retryMs": 2000],
+            "audio": ["input": .string(alsa.microphone(infile: room.microphone)), "output": .string(alsa.speaker(file: room.speaker)),
+                      "leadingSilenceMs": 4000],
+        ]
+        let daemon = try await DaemonHarness.start(config: config, token: server.token)
+        let watcher = try SocketClient(path: daemon.socket)
+        if await watcher.watch()?["status"]?["state"] != "idle" { _ = await watcher.state("idle") }
+        let wake = Speech.samples(try await Speech.raw("okay nabu", before: 0.5, after: 0.5))
+        let question = Speech.samples(try await Speech.raw("what is the weather like", before: 0, after: 2))
+        room.say(wake + question)
+        #expect(await watcher.next { $0["event"] == "wake" } != nil)
+        #expect(await watcher.state("speaking") != nil)
+        // Three seconds into the answer, the talker says the word again over it.
+        room.say(Speech.samples(Speech.silence(3)) + wake + question)
+        // The wake over the answer, then the first turn's result: it gave way to the second.
+        var seen: [JSONValue] = []
+        while let event = await watcher.next(where: { _ in true }) {
+            seen.append(event)
+            if event["event"] == "finished" && event["command"] == "listen" { break }
+        }
+        #expect(seen.contains { $0["event"] == "wake" }, "the word was heard over the answer: \(seen)")
+        #expect(seen.last?["result"]?["status"] == "cancelled")
+        #expect(seen.last?["result"]?["reason"] == "superseded")
+        let played = room.echoed
+        #expect(played < answerSamples - 3 * 16000, "the answer stopped early: \(played) of \(answerSamples) samples played")
+        #expect(await watcher.state("thinking") != nil, "the second question went up")
+        let (socket, _) = (try await server.socketLog().filter { $0["dir"] == "in" && $0["type"] == "start" }, 0)
+        #expect(socket.count == 2)
+        #expect(await daemon.stop() == 0)
+    }
+
     @Test("after two seconds the echo is cancelled by far more than with echoCancel off")
     func erle() async throws {
         let on = try await Self.measure(echoCancel: true)

@@ -43,7 +43,7 @@ final class EchoCanceller {
     static let block = 160
 
     let settings: AudioProcessing
-    private let apm: OpaquePointer
+    private var apm: OpaquePointer
     private var alignment = EchoAlignment()
     private let notice: @Sendable (String, [String: String]) -> Void
     /// The speaker's audio at 16 kHz mono, for the playback device `speaker` of rate `resampledRate`.
@@ -71,12 +71,14 @@ final class EchoCanceller {
 
     /// nil when everything is off (nothing is allocated, nothing runs) or the library failed.
     init?(_ settings: AudioProcessing, notice: @escaping @Sendable (String, [String: String]) -> Void) {
-        guard !settings.isOff,
-              let apm = parlour_apm_create(settings.echoCancel ? 1 : 0, settings.noiseSuppression ? 1 : 0, settings.autoGain ? 1 : 0)
-        else { return nil }
+        guard let apm = Self.create(settings) else { return nil }
         self.settings = settings
         self.apm = apm
         self.notice = notice
+    }
+
+    private static func create(_ settings: AudioProcessing) -> OpaquePointer? {
+        settings.isOff ? nil : parlour_apm_create(settings.echoCancel ? 1 : 0, settings.noiseSuppression ? 1 : 0, settings.autoGain ? 1 : 0)
     }
 
     deinit {
@@ -95,8 +97,27 @@ final class EchoCanceller {
         checkCards()
     }
 
-    /// The microphone `device` opened on `pcm`.
+    /// The microphone `device` opened on `pcm`: a new stream, which nothing of the last one may
+    /// reach (the filters' tails, the blocks left over), so the processor starts afresh.
     func microphoneOpened(_ device: String, pcm: OpaquePointer) {
+        if let fresh = Self.create(settings) {
+            parlour_apm_destroy(apm)
+            apm = fresh
+        }
+        // A fresh canceller adds comfort noise (about -80 dBFS) for its first 400 ms, until it has
+        // learnt the room's floor; half a second of silence first (about 2 ms of work) keeps it out
+        // of the first words and of a meter's first reading.
+        var silence = [Int16](repeating: 0, count: Self.block)
+        for _ in 0..<50 {
+            silence.withUnsafeMutableBufferPointer { block in
+                _ = parlour_apm_far(apm, block.baseAddress!)
+                block.update(repeating: 0)
+                _ = parlour_apm_near(apm, block.baseAddress!, 0)
+            }
+        }
+        pendingNear = []
+        pendingFar = []
+        processed = []
         if microphoneName != device { alignment.reset() }
         microphoneName = device
         microphoneCard = Self.card(of: pcm)
@@ -141,8 +162,11 @@ final class EchoCanceller {
         while pendingNear.count - at >= Self.block {
             var near = Array(pendingNear[at..<at + Self.block])
             if settings.echoCancel { pendingFar.withUnsafeBufferPointer { _ = parlour_apm_far(apm, $0.baseAddress! + at) } }
+            // Digital silence stays silence: a fresh canceller adds comfort noise (about -80 dBFS for
+            // its first 400 ms), and a dead microphone must still read as one (doctor, meter).
+            let silent = !near.contains { $0 != 0 }
             _ = near.withUnsafeMutableBufferPointer { parlour_apm_near(apm, $0.baseAddress!, 0) }
-            processed += near
+            processed += silent ? [Int16](repeating: 0, count: Self.block) : near
             at += Self.block
         }
         pendingNear.removeFirst(at)

@@ -337,7 +337,8 @@ public struct TurnMachine: Sendable, Equatable {
                 actions += finish(current, why.map { .failure(.speakerUnavailable, $0) } ?? current.completed)
             } else {
                 if let why { actions.append(.report(why, fields: [:])) }
-                if turn == nil { actions.append(.phase(nil)) }
+                // The server may have woken over the reply (barge-in): its turn is shown now.
+                if turn == nil { actions.append(.phase(serverListening ? .listening : nil)) }
             }
             return actions
 
