@@ -25,11 +25,18 @@ let package = Package(
         .systemLibrary(name: "CPrctl"),
         // TensorFlow Lite's C API for the local wake word: declarations only, the library is dlopened.
         .systemLibrary(name: "CTFLite"),
+        // speexdsp's resampler: the speaker's audio at the canceller's rate (Satellite/Audio/EchoReference.swift).
+        .systemLibrary(name: "CSpeexDSP", pkgConfig: "speexdsp", providers: [.apt(["libspeexdsp-dev"])]),
+        // WebRTC's audio processing (echo cancelling, noise suppression, gain) is C++: a C shim of one file.
+        .target(name: "CWebRTCAudio",
+                cxxSettings: [.define("WEBRTC_POSIX"), .define("WEBRTC_AUDIO_PROCESSING_ONLY_BUILD"),
+                              .unsafeFlags(["-I/usr/include/webrtc_audio_processing"])],
+                linkerSettings: [.linkedLibrary("webrtc_audio_processing")]),
 
         // Pure policy and codecs: no C, Foundation at most.
         .target(name: "SatelliteCore", swiftSettings: strict),
         // The actors and their adapters around the C libraries.
-        .target(name: "Satellite", dependencies: ["SatelliteCore", "CALSA", "CAvahi", "CCurl", "CEspeak", "COpenSSL", "CPrctl", "CSpawn", "CSystemd", "CTFLite", "CWebSockets"], swiftSettings: strict),
+        .target(name: "Satellite", dependencies: ["SatelliteCore", "CALSA", "CAvahi", "CCurl", "CEspeak", "COpenSSL", "CPrctl", "CSpawn", "CSpeexDSP", "CSystemd", "CTFLite", "CWebRTCAudio", "CWebSockets"], swiftSettings: strict),
         .executableTarget(name: "parlour-satellite", dependencies: ["Satellite", "SatelliteCore"], swiftSettings: strict),
         .executableTarget(name: "parlourctl", dependencies: ["SatelliteCore"], swiftSettings: strict),
         // scripts/bench's: the wake word engine over recordings, faster than real time (not installed).

@@ -28,6 +28,8 @@ import threading
 import time
 import urllib.request
 
+from bench_echo import EchoBench
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 QUESTION = "what time is it in the kitchen"
 # The short question the round trips ask, so a hundred of them take minutes, not ten.
@@ -141,6 +143,18 @@ FIGURES = [
     Figure("frontend_cpu_s_per_min", "… of which the front end (MicroFrontend)", "s/min", 4),
     Figure("model_cpu_s_per_min", "… of which the model (TensorFlow Lite's invoke, quantising)", "s/min", 4),
     Figure("reference_engine_cpu_s_per_min", "The reference's CPU per minute of audio (pymicro-features, pymicro-wakeword)", "s/min", 4),
+    section("A room with an echo (issue 15): the speaker through sox's reverb, 12 dB down, 40 ms late, into the microphone"),
+    Figure("erle_speech_db", "ERLE on speech, after the answer's first 2 s (echoCancel on)", "dB", 1),
+    Figure("erle_tones_db", "ERLE on music-like tones (plucked chords), after 2 s", "dB", 1),
+    Figure("erle_off_db", "ERLE with echoCancel off (context: what the microphone heard)", "dB", 1),
+    Figure("barge_rate_0", "Wake word over an answer, heard: echo 0 dB over the talker", "", 2),
+    Figure("barge_rate_6", "… echo 6 dB over the talker", "", 2),
+    Figure("barge_rate_12", "… echo 12 dB over the talker", "", 2),
+    Figure("barge_stop_ms", "The wake's decision over an answer to playback stopped", "ms", 1, "p5–p95"),
+    Figure("echo_cpu_on", "CPU per minute while an answer plays, echoCancel on (utime+stime)", "s/min", 3),
+    Figure("echo_cpu_off", "… echoCancel off", "s/min", 3),
+    Figure("echo_rss_on", "RSS while an answer plays, echoCancel on", "MiB", 2),
+    Figure("echo_rss_off", "… echoCancel off", "MiB", 2),
     section("Round trips in a row (stream transport, push turns over /listen)"),
     Figure("trips_rss_first_mb", "RSS after the first round trip (VmRSS)", "MiB", 2),
     Figure("trips_rss_mb", "Steady RSS after the last round trip (VmRSS)", "MiB", 2),
@@ -1461,6 +1475,12 @@ def aims():
     judge("The wake reaches the socket within 100 ms of the decision", median("wake_to_start_ms"), lambda v: v < 100, " ms")
     judge("The satellite and the reference decide alike on every clip of the corpus", median("corpus_unlike"),
           lambda v: v == 0, " unlike")
+    judge("ERLE on speech of 25 dB or more after 2 s", median("erle_speech_db"), lambda v: v >= 25, " dB")
+    judge("The wake word over an answer at 6 dB: nine times in ten", median("barge_rate_6"), lambda v: v >= 0.9)
+    judge("Playback stopped within 150 ms of the detection", median("barge_stop_ms"), lambda v: v < 150, " ms")
+    judge("The processing under 3 % of one core (on less off)",
+          None if median("echo_cpu_on") is None or median("echo_cpu_off") is None
+          else (median("echo_cpu_on") - median("echo_cpu_off")) / 60 * 100, lambda v: v < 3, " %")
     return rows
 
 
@@ -1522,6 +1542,8 @@ def main():
     parser.add_argument("--wake", action="store_true",
                         help="Only what the wake word's aims need: the stream runs, the local runs, the wakes, "
                              "the corpus and the false wakes (as --runs 0 --trips 0 --callgrind-seconds 0).")
+    parser.add_argument("--echo-runs", type=int, default=3, help="Echo room runs: speech, tones, and off (0: none).")
+    parser.add_argument("--barge-trials", type=int, default=10, help="Wake words over an answer at 6 dB (half at 0 and 12).")
     parser.add_argument("--callgrind-runs", type=int, default=1)
     parser.add_argument("--callgrind-seconds", type=float, default=20, help="How long callgrind counts (0: no callgrind).")
     parser.add_argument("--no-wyoming", dest="wyoming", action="store_false", help="Measure ours alone.")
@@ -1530,7 +1552,7 @@ def main():
     parser.add_argument("--command", default="scripts/bench", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.wake:
-        args.runs, args.trips, args.callgrind_seconds = 0, 0, 0
+        args.runs, args.trips, args.callgrind_seconds, args.echo_runs, args.barge_trials = 0, 0, 0, 0, 0
 
     # SIGTERM (and SIGHUP) take the same way out as Ctrl-C, so `finally` stops everything.
     def interrupted(signum, frame):
@@ -1567,6 +1589,14 @@ def main():
         if args.false_wake_minutes > 0:
             print(f"{args.false_wake_minutes:g} minutes of speech for false wakes…", file=sys.stderr, flush=True)
             bench.false_wakes()
+        if args.echo_runs > 0 or args.barge_trials > 0:
+            echo = EchoBench(bench, FIG, cpu_seconds, own_status, mb, BenchError)
+            echo.prepare()
+            echo.erle(args.echo_runs)
+            if args.barge_trials > 0:
+                for ratio in (6, 0, 12):
+                    print(f"wake words over an answer at {ratio} dB…", file=sys.stderr, flush=True)
+                    echo.barge_in(ratio, args.barge_trials if ratio == 6 else max(1, args.barge_trials // 2))
         if args.trips > 0:
             print(f"{args.trips} round trips…", file=sys.stderr, flush=True)
             bench.trips()

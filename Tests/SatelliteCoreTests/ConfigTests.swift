@@ -69,7 +69,7 @@ struct ConfigTests {
         config.audio.silenceMs = 500
         let json = config.json()
         #expect(json["server"]?["url"] == "http://parlour.local:8765")
-        #expect(json["audio"]?.objectValue?.count == 7)
+        #expect(json["audio"]?.objectValue?.count == 10)
         #expect(try decode(json.text, hostName: "elsewhere").config == config)
     }
 
@@ -148,7 +148,10 @@ struct ConfigTests {
         (#"{"audio": {"output": " "}}"#,
          #"satellite.json: audio.output: expected an ALSA device name such as "default" or "plughw:1,0", found " ""#),
         (#"{"audio": "default"}"#,
-         #"satellite.json: audio: expected an object with the keys input, output, silenceMs, maxUtteranceMs, leadingSilenceMs, mixer, mixerCard, found "default""#),
+         #"satellite.json: audio: expected an object with the keys input, output, silenceMs, maxUtteranceMs, leadingSilenceMs, mixer, mixerCard, echoCancel, noiseSuppression, autoGain, found "default""#),
+        (#"{"audio": {"echoCancel": "no"}}"#, #"satellite.json: audio.echoCancel: expected true or false, found "no""#),
+        (#"{"audio": {"noiseSuppression": 1}}"#, "satellite.json: audio.noiseSuppression: expected true or false, found 1"),
+        (#"{"audio": {"autoGain": null}}"#, "satellite.json: audio.autoGain: expected true or false, found null"),
         (#"{"audio": {"mixer": ""}}"#,
          #"satellite.json: audio.mixer: expected a mixer control name such as "Master", "PCM" or "Speaker" (amixer scontrols lists them), found """#),
         (#"{"audio": {"mixerCard": 1}}"#, "satellite.json: audio.mixerCard: expected a string, found 1"),

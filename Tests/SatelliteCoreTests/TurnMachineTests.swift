@@ -294,6 +294,44 @@ import Testing
         #expect(machine.quiet)
     }
 
+    @Test("with echo cancelling the room goes on up while the server's reply plays; without, nothing does; a push turn's reply is never sent",
+          arguments: [false, true])
+    func periodRouteWhileAReplyPlays(bargeIn: Bool) {
+        for streamsRoom in [false, true] {
+            let settings = TurnMachine.Settings(streamsRoom: streamsRoom, maxUtteranceSamples: 16_000, timeoutSeconds: 60, bargeIn: bargeIn)
+            let room: PeriodRoute = streamsRoom ? .room : .ignore
+            let expected: [TurnStage: PeriodRoute] = [.idle: room, .listening: .turn, .thinking: .ignore, .speaking: bargeIn ? .ignore : .drop]
+            for stage in TurnStage.allCases {
+                #expect(Self.machine(in: stage, settings: settings).periodRoute == expected[stage], "\(stage), streamsRoom \(streamsRoom)")
+            }
+            // The server's own turn: its reply plays with no push turn.
+            var machine = Self.machine(in: .idle, settings: settings)
+            _ = machine.handle(.serverState(.thinking, text: "hi"))
+            _ = machine.handle(.audio)
+            #expect(machine.periodRoute == (bargeIn ? room : .drop))
+            #expect(machine.handle(.stop) == [.stopPlayback], "the server's stop ends the reply")
+            // A request over the reply (the local wake word, or parlourctl listen) stops it and listens at once.
+            #expect(machine.handle(.request(number: 2, hold: false, offline: Self.offline)) == [.stopPlayback] + Self.start(2))
+            // Until the reply has stopped, only a cancelled echo may go up as the question.
+            #expect(machine.periodRoute == (bargeIn ? .turn : .drop))
+            _ = machine.handle(.played(failure: nil, sameConnection: true))
+            #expect(machine.periodRoute == .turn)
+        }
+    }
+
+    @Test func theServerWakingOverItsReplyStopsItAndListens() {
+        var machine = Self.machine(in: .idle, settings: .init(streamsRoom: true, maxUtteranceSamples: 16_000, timeoutSeconds: 60, bargeIn: true))
+        _ = machine.handle(.serverState(.thinking, text: "hi"))
+        _ = machine.handle(.audio)
+        _ = machine.handle(.serverState(.idle, text: nil))
+        #expect(machine.handle(.stop) == [.stopPlayback])
+        #expect(machine.handle(.serverState(.listening, text: nil)) == [.cue(.awake)], "the reply is still stopping")
+        #expect(machine.stage == .speaking)
+        #expect(machine.handle(.played(failure: nil, sameConnection: true)) == [.dropFrames, .spoke, .phase(.listening)])
+        #expect(machine.stage == .listening)
+        #expect(machine.periodRoute == .room)
+    }
+
     @Test func mutingWhileTheServerListensDropsItsQuestion() {
         var machine = Self.machine(in: .idle, settings: .init(streamsRoom: true, maxUtteranceSamples: 16_000, timeoutSeconds: 60))
         _ = machine.handle(.serverState(.listening, text: nil))

@@ -48,6 +48,34 @@ private func wakes(_ gate: inout WakeWordGate, at ms: Int64) -> Bool { gate.hear
     }
 }
 
+@Suite struct WakeWordBargeInTests {
+    @Test("with the echo cancelled it also listens while an answer plays, its own turn's too", arguments: SatelliteState.allCases)
+    func listensOverAnAnswer(state: SatelliteState) {
+        var gate = WakeWordGate(refractoryMs: 2000, bargeIn: true)
+        gate.stateChanged(state)
+        #expect(gate.listens == [.idle, .offline, .unpaired, .speaking].contains(state), "\(state)")
+    }
+
+    @Test("a wake over its own turn's answer starts a second turn; the first ending does not open the ear while the second listens")
+    func overItsOwnAnswer() {
+        var gate = WakeWordGate(refractoryMs: 2000, bargeIn: true)
+        gate.stateChanged(.idle)
+        #expect(wakes(&gate, at: 1_000))
+        gate.stateChanged(.listening)
+        #expect(!gate.listens)
+        gate.stateChanged(.speaking)
+        #expect(gate.listens, "the answer plays")
+        #expect(!wakes(&gate, at: 2_500), "within refractoryMs of the wake")
+        #expect(wakes(&gate, at: 3_500))
+        gate.stateChanged(.listening)
+        gate.turnEnded()
+        gate.stateChanged(.idle)
+        #expect(!gate.listens, "the second turn is still under way")
+        gate.turnEnded()
+        #expect(gate.listens)
+    }
+}
+
 @Suite struct WakeWordFolderTests {
     @Test("the environment wins, then a build folder beside the executable, then the installed folder")
     func resolve() {

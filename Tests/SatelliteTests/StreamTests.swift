@@ -11,10 +11,10 @@ import SatelliteCore
 struct StreamTests {
     static let question = "turn off the kitchen lights"
 
-    func config(_ server: TestServer, wake: String, retryMs: Int = 2000) -> JSONValue {
+    func config(_ server: TestServer, wake: String, retryMs: Int = 2000, echoCancel: Bool = true, output: String = "testspeaker") -> JSONValue {
         ["name": "kitchen-pi", "room": "kitchen", "transport": "stream", "wake": .string(wake),
          "server": ["url": .string(server.url), "retryMs": .number(Double(retryMs))],
-         "audio": ["input": "testmic", "output": "testspeaker", "leadingSilenceMs": 4000]]
+         "audio": ["input": "testmic", "output": .string(output), "leadingSilenceMs": 4000, "echoCancel": .bool(echoCancel)]]
     }
 
     /// A watch on the daemon, returned once the socket is connected (the state is idle).
@@ -40,7 +40,8 @@ struct StreamTests {
     func wakeRoundTrip() async throws {
         let server = try await TestServer.start(knobs: ["audioMs": 1200, "toneHz": 440, "replyText": "The lights are off."])
         defer { server.stop() }
-        let daemon = try await DaemonHarness.start(config: config(server, wake: "server"), token: server.token, fifoMic: true)
+        // Echo cancelling off: nothing goes up while the answer plays (bargeIn below: on, the room does).
+        let daemon = try await DaemonHarness.start(config: config(server, wake: "server", echoCancel: false), token: server.token, fifoMic: true)
         let watcher = try await connectedWatch(daemon)
         daemon.room?.say(try await Speech.raw(Self.question, before: 0.3, after: 2))
 
@@ -212,6 +213,29 @@ struct StreamTests {
         let done = try await listen.value
         #expect(done.status == 3)
         #expect(done.err.contains("Nothing was heard"))
+        #expect(await daemon.stop() == 0)
+    }
+
+    @Test("wake mode with echo cancelling: the room goes on up while the answer plays, and the server's stop ends it at once")
+    func bargeIn() async throws {
+        let server = try await TestServer.start(knobs: ["audioMs": 8000, "toneHz": 440])
+        defer { server.stop() }
+        let daemon = try await DaemonHarness.start(config: config(server, wake: "server", output: "testspeakerlog"),
+                                                   token: server.token, fifoMic: true)
+        let watcher = try await connectedWatch(daemon)
+        daemon.room?.say(try await Speech.raw(Self.question, before: 0.3, after: 2))
+        #expect(await watcher.state("speaking") != nil)
+        // Said over the answer: the server hears it, wakes, and says stop.
+        daemon.room?.say(try await Speech.raw(Self.question, before: 1, after: 2))
+        #expect(await watcher.state("listening") != nil, "the server's second turn")
+        let log = try await server.socketLog()
+        let wav = try #require(log.firstIndex { $0["dir"] == "out" && $0["what"] == "wav" })
+        let stop = try #require(log[wav...].firstIndex { $0["dir"] == "out" && $0["type"] == "stop" })
+        #expect(log[wav..<stop].contains { $0["dir"] == "in" && $0["kind"] == "binary" }, "the room went up during the answer")
+        _ = await watcher.state("idle")
+        // The first answer alone (the second turn's answer is in the next file).
+        let played = Speech.samples(try Data(contentsOf: daemon.speakerFile))
+        #expect(played.count < 16000 * 5, "played \(played.count) samples of an 8 s answer")
         #expect(await daemon.stop() == 0)
     }
 

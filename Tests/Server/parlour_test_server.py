@@ -23,6 +23,7 @@ import base64
 import copy
 import hmac
 import json
+import os
 import math
 import re
 import signal
@@ -81,6 +82,7 @@ DEFAULT_KNOBS: dict[str, Any] = {
     "audioRate": 24000,
     "audioChannels": 1,
     "audioExtraChunk": False,  # a LIST chunk of odd size between fmt and data
+    "audioFile": None,  # the path of a WAV sent as it is instead of the tone (speech, for the echo tests)
     # Hearing: a frame is loud when RMS/32768 >= loudThreshold.
     "loudThreshold": 0.012,
     "wake": "loud",  # "loud": a loud stretch of wakeMs is the wake word; "never"
@@ -145,6 +147,9 @@ def check_knobs(patch: Any) -> str | None:
     statuses = patch.get("callbackStatuses", [])
     if not isinstance(statuses, list) or not all(isinstance(code, int) and 100 <= code <= 599 for code in statuses):
         return "callbackStatuses must be a list of HTTP statuses (100-599)"
+    audio_file = patch.get("audioFile")
+    if audio_file is not None and not (isinstance(audio_file, str) and os.path.isfile(audio_file)):
+        return "audioFile must be the path of a WAV file, or null"
     if "audioFormat" in patch and patch["audioFormat"] not in AUDIO_FORMATS:
         return f"audioFormat must be one of {sorted(AUDIO_FORMATS)}"
     redirect = patch.get("redirectStatus")
@@ -304,7 +309,11 @@ GUID_TAIL = b"\x00\x00\x00\x00\x10\x00\x80\x00\x00\xaa\x00\x38\x9b\x71"
 
 
 def reply_wav(knobs: dict[str, Any], truncated: bool = False) -> bytes:
-    """The reply: a sine at toneHz, amplitude 0.5, in the format the knobs name."""
+    """The reply: a sine at toneHz, amplitude 0.5, in the format the knobs name (or audioFile's WAV)."""
+    if knobs["audioFile"]:
+        with open(knobs["audioFile"], "rb") as wav:
+            data = wav.read()
+        return data[: len(data) // 2] if truncated else data
     rate, channels, kind = int(knobs["audioRate"]), int(knobs["audioChannels"]), knobs["audioFormat"]
     count = rate * int(knobs["audioMs"]) // 1000
     tone = [0.5 * math.sin(2 * math.pi * knobs["toneHz"] * n / rate) for n in range(count)]

@@ -664,3 +664,8 @@ def test_tls_serves_https_with_the_given_certificate(tmp_path):
         connection.close()
     finally:
         assert stop_server(process) == 0
+
+
+def test_audio_file_must_be_a_file(port):
+    status, body = call_json(port, "POST", "/_test/knobs", {"audioFile": "/nonexistent/reply.wav"}, token=None)
+    assert status == 400 and "audioFile" in body["error"]

@@ -226,8 +226,12 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
         chunk = [Int16](repeating: 0, count: periodFrames * channels)
         if stopping.load(ordering: .acquiring) { return end(nil) }
         if let error = call(snd_pcm_start(pcm), "snd_pcm_start") { return end(error) }
+        if processes { engine.microphoneOpened(device, pcm: pcm) }
         return true
     }
+
+    /// The echo canceller and the rest work on 16 kHz mono, the rate AudioCapture opens at (plug converts).
+    private var processes: Bool { rate == 16000 && channels == 1 }
 
     /// Reads what the device has, yielding each whole period as it fills.
     func service(revents: UInt16, now: UInt64) -> Bool {
@@ -240,6 +244,7 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
             if got > 0 {
                 filled += got
                 if filled == periodFrames {
+                    if processes { engine.microphoneRead(&chunk, pcm: pcm) }
                     let dropped: Bool = consumer.withLock { c in
                         switch c {
                         case .attached(_, let continuation):

@@ -134,6 +134,7 @@ public final class ALSAPlaybackDevice: AudioEngineSide, @unchecked Sendable {
 
     func begin() -> Bool {
         if audio.frameCount == 0 { return end(.success(PlaybackOutcome(ending: .finished, framesWritten: 0))) }
+        engine.speakerOpened(self, pcm: pcm)
         // Filled at once: a device not started yet may not say (through poll) that it has room.
         return service(revents: 0, now: MonotonicClock.nanoseconds())
     }
@@ -181,7 +182,11 @@ public final class ALSAPlaybackDevice: AudioEngineSide, @unchecked Sendable {
         while written < total, !isCancelled() {
             let count = min(periodFrames, total - written)
             let result: Int = audio.samples.withUnsafeBufferPointer { samples in
-                snd_pcm_writei(pcm, samples.baseAddress! + written * channels, snd_pcm_uframes_t(count))
+                let from = samples.baseAddress! + written * channels
+                let result = snd_pcm_writei(pcm, from, snd_pcm_uframes_t(count))
+                // The echo's reference: what was written, and when it will be heard.
+                if result > 0 { engine.speakerWrote(UnsafeBufferPointer(start: from, count: result * channels), frames: result, by: self, pcm: pcm) }
+                return result
             }
             if result > 0 {
                 if firstFrameMonotonicNs == nil { firstFrameMonotonicNs = MonotonicClock.nanoseconds() }

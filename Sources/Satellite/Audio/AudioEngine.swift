@@ -5,8 +5,8 @@
 // one wake-up per period while streaming, none while nothing is open. The
 // blocking snd_pcm_open runs here too (`run`), never on Swift's pool.
 // Both sides are serviced in one loop on one clock; that is where the echo
-// reference will be taken (what playback wrote, with its delay, beside what
-// capture read, with its delay). Easy to get wrong: once attached, a handle is
+// reference is taken (what playback wrote, with its delay, beside what capture
+// read, with its delay) and the microphone's audio processed (EchoCanceller). Easy to get wrong: once attached, a handle is
 // touched by this thread alone; nothing here waits on a device, so a side that
 // underruns or overruns is recovered without stalling the other.
 import CALSA
@@ -41,6 +41,8 @@ public final class AudioEngine: @unchecked Sendable {
     private let inbox = Mutex<(jobs: [@Sendable () -> Void], running: Bool)>(([], false))
     /// The PCMs being driven. The audio thread's alone.
     private var sides: [any AudioEngineSide] = []
+    /// The microphone's processing, nil when it is all off. The audio thread's alone.
+    private var processor: EchoCanceller?
 
     public init() {
         var ends: [Int32] = [-1, -1]
@@ -80,6 +82,30 @@ public final class AudioEngine: @unchecked Sendable {
         perform { [self] in
             if side.begin() { sides.append(side) }
         }
+    }
+
+    /// Processes what the microphone hears from its next period on (nothing, when all is off);
+    /// `notice` is told on the audio thread of a delay measured or the canceller switched off.
+    public func process(_ processing: AudioProcessing, notice: @escaping @Sendable (String, [String: String]) -> Void) {
+        perform { [self] in processor = EchoCanceller(processing, notice: notice) }
+    }
+
+    // The sides tell the processor what they do; on the audio thread.
+    func speakerOpened(_ speaker: ALSAPlaybackDevice, pcm: OpaquePointer) {
+        processor?.speakerOpened(speaker, pcm: pcm)
+    }
+
+    func speakerWrote(_ samples: UnsafeBufferPointer<Int16>, frames: Int, by speaker: ALSAPlaybackDevice, pcm: OpaquePointer) {
+        guard let processor, processor.wantsReference else { return }
+        processor.played(samples, frames: frames, by: speaker, pcm: pcm, now: MonotonicClock.nanoseconds())
+    }
+
+    func microphoneOpened(_ device: String, pcm: OpaquePointer) {
+        processor?.microphoneOpened(device, pcm: pcm)
+    }
+
+    func microphoneRead(_ chunk: inout [Int16], pcm: OpaquePointer) {
+        processor?.heard(&chunk, pcm: pcm, now: MonotonicClock.nanoseconds())
     }
 
     /// Wakes the thread, so a side sees a stop or a cancel now rather than at its next period.

@@ -140,6 +140,10 @@ public actor Playback {
             if !job.isCue, let stamp = speaker.firstFrameMonotonicNs {
                 bus.notice(.debug, "First frame handed to ALSA.", ["monotonic_ns": String(stamp)])
             }
+            // For scripts/bench: the end of "wake word over an answer to playback stopped".
+            if !job.isCue, case .success(let outcome) = result, outcome.ending == .cancelled {
+                bus.notice(.debug, "Playback stopped.", ["monotonic_ns": String(MonotonicClock.nanoseconds())])
+            }
             job.end()
             finished(result)
         }

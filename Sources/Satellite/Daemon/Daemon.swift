@@ -56,6 +56,11 @@ public final class Daemon: Sendable {
         }
         keeper.update { $0.muted = local.muted }
 
+        // Set before either device opens: the microphone's first period is processed already.
+        AudioEngine.shared.process(AudioProcessing(echoCancel: config.audio.echoCancel, noiseSuppression: config.audio.noiseSuppression,
+                                                   autoGain: config.audio.autoGain)) { message, fields in
+            bus.notice(.info, message, fields)
+        }
         let capture = AudioCapture(device: config.audio.input, bus: bus, muted: local.muted)
         let playback = Playback(device: config.audio.output, bus: bus)
         let cuePlayer = CuePlayer(playback: playback, sounds: cues)
@@ -89,7 +94,7 @@ public final class Daemon: Sendable {
         if config.transport == .stream {
             stream = ListenStream(
                 settings: .init(name: config.name, room: room, mode: config.wake == .server ? .wake : .push,
-                                retryMs: config.server.retryMs, endpointing: endpointing),
+                                retryMs: config.server.retryMs, endpointing: endpointing, bargeIn: config.audio.echoCancel),
                 link: link, capture: capture, playback: playback, bus: bus, keeper: keeper, cues: cuePlayer, offline: offline,
                 muted: local.muted)
         }
@@ -109,7 +114,8 @@ public final class Daemon: Sendable {
 
         // The satellite's own ear: a wake starts a turn as parlourctl listen does.
         let wakeWordService = wakeWord.map { engine in
-            WakeWordService(engine: engine, capture: capture, bus: bus, keeper: keeper, refractoryMs: config.wakeWord.refractoryMs) {
+            WakeWordService(engine: engine, capture: capture, bus: bus, keeper: keeper, refractoryMs: config.wakeWord.refractoryMs,
+                            bargeIn: config.audio.echoCancel) {
                 _ = await router.listen(hold: false, holder: nil)
             }
         }

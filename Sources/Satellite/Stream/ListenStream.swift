@@ -31,9 +31,12 @@ public actor ListenStream {
         public var endpointing: Endpointer.Settings
         /// The longest a push turn may take from `start` to its result.
         public var turnTimeout: Duration
+        /// `audio.echoCancel`: the room goes on up while a reply plays (TurnMachine.Settings.bargeIn).
+        public var bargeIn: Bool
 
         public init(name: String, room: String, mode: ListenMode, retryMs: Int, endpointing: Endpointer.Settings,
-                    turnTimeout: Duration = .seconds(60)) {
+                    turnTimeout: Duration = .seconds(60), bargeIn: Bool = false) {
+            self.bargeIn = bargeIn
             self.name = name
             self.room = room
             self.mode = mode
@@ -104,7 +107,7 @@ public actor ListenStream {
         self.settings = settings
         self.machine = TurnMachine(settings: .init(
             streamsRoom: settings.mode == .wake, maxUtteranceSamples: settings.endpointing.maxUtteranceMs * 16,
-            timeoutSeconds: settings.turnTimeout.components.seconds, speaksOffline: offline != nil), muted: muted)
+            timeoutSeconds: settings.turnTimeout.components.seconds, speaksOffline: offline != nil, bargeIn: settings.bargeIn), muted: muted)
         self.offline = offline
         self.link = link
         self.capture = capture

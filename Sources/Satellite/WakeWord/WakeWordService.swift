@@ -4,8 +4,8 @@
 // the turn it starts, so the question from the moment of the wake goes up
 // whole, and starts that turn through the same entry as `parlourctl listen`
 // (its result goes to the journal, watch and the state hook as any turn's).
-// The model starts afresh after each wake. Muted, listening, thinking or
-// speaking, the ear is closed.
+// The model starts afresh after each wake. Muted, listening or thinking the
+// ear is closed; speaking too, unless the echo is cancelled (`bargeIn`).
 import SatelliteCore
 
 /// Listens for the local wake word and starts a turn on each wake.
@@ -33,13 +33,13 @@ public actor WakeWordService {
 
     /// `startTurn` runs one turn to its result, as `parlourctl listen` does.
     public init(engine: WakeWordEngine, capture: AudioCapture, bus: EventBus, keeper: StateKeeper, refractoryMs: Int,
-                startTurn: @escaping @Sendable () async -> Void) {
+                bargeIn: Bool = false, startTurn: @escaping @Sendable () async -> Void) {
         self.engine = engine
         self.capture = capture
         self.bus = bus
         self.keeper = keeper
         self.startTurn = startTurn
-        self.gate = WakeWordGate(refractoryMs: refractoryMs)
+        self.gate = WakeWordGate(refractoryMs: refractoryMs, bargeIn: bargeIn)
     }
 
     /// Follows the satellite's state until cancelled.

@@ -70,6 +70,12 @@ public struct SatelliteConfig: Sendable, Equatable {
         public var mixer: String
         /// The mixer's card (a ctl name such as `hw:1`); empty: the card of `output`.
         public var mixerCard: String
+        /// Cancel what the speaker plays from what the microphone hears (docs/echo-cancel.md).
+        public var echoCancel = true
+        /// Suppress steady noise in the microphone's audio.
+        public var noiseSuppression = true
+        /// Level a quiet or distant talker.
+        public var autoGain = false
 
         public init(input: String, output: String, silenceMs: Int, maxUtteranceMs: Int, leadingSilenceMs: Int,
                     mixer: String = "Master", mixerCard: String = "") {

@@ -142,12 +142,17 @@ public struct TurnMachine: Sendable, Equatable {
         public var timeoutSeconds: Int64?
         /// `offline.speak`: an unreachable house is said by the satellite itself.
         public var speaksOffline: Bool
+        /// `audio.echoCancel`: the microphone's audio has the reply cancelled out of it, so the room
+        /// goes on up while a reply plays (the server's `bargeIn` decides; its `stop` ends the reply).
+        public var bargeIn: Bool
 
-        public init(streamsRoom: Bool, maxUtteranceSamples: Int, timeoutSeconds: Int64?, speaksOffline: Bool = false) {
+        public init(streamsRoom: Bool, maxUtteranceSamples: Int, timeoutSeconds: Int64?, speaksOffline: Bool = false,
+                    bargeIn: Bool = false) {
             self.streamsRoom = streamsRoom
             self.maxUtteranceSamples = maxUtteranceSamples
             self.timeoutSeconds = timeoutSeconds
             self.speaksOffline = speaksOffline
+            self.bargeIn = bargeIn
         }
     }
 
@@ -229,7 +234,7 @@ public struct TurnMachine: Sendable, Equatable {
     }
 
     public var periodRoute: PeriodRoute {
-        if playing || !ready { return .drop }
+        if (playing && !settings.bargeIn) || !ready { return .drop }
         guard let turn else { return settings.streamsRoom ? .room : .ignore }
         return turn.stage == .listening ? .turn : .ignore
     }
@@ -332,7 +337,8 @@ public struct TurnMachine: Sendable, Equatable {
                 actions += finish(current, why.map { .failure(.speakerUnavailable, $0) } ?? current.completed)
             } else {
                 if let why { actions.append(.report(why, fields: [:])) }
-                if turn == nil { actions.append(.phase(nil)) }
+                // The server may have woken over the reply (barge-in): its turn is shown now.
+                if turn == nil { actions.append(.phase(serverListening ? .listening : nil)) }
             }
             return actions
 

@@ -1,0 +1,135 @@
+// What the speaker played, lined up with what the microphone heard, for the
+// echo canceller. Both sides are placed on one timeline of 16 kHz samples, from
+// the one clock of the audio thread: a period written to the speaker is heard
+// when the frames queued before it have played (snd_pcm_delay), a period read
+// from the microphone was heard when it was captured (before what is still
+// waiting, snd_pcm_avail). What that leaves (the card's own latency, the air,
+// a converter) is measured: while the speaker plays, the microphone's last
+// second is cross-correlated with the reference (EchoDelay), and the reference
+// is then taken that much later. The measurement is handed out (`takeMeasurement`)
+// for someone else to compute, so the audio thread never waits for it. Easy to get wrong: the clock's reading jitters
+// by a wake-up, so each side runs on from where its last period ended unless it
+// is more than two periods off (an underrun, an overrun, a new device), and
+// only then jumps; and the reference is taken a few milliseconds early, so the
+// canceller's filter still sees the echo after its cause.
+
+/// The speaker's samples aligned with the microphone's, on one timeline of 16 kHz samples.
+public struct EchoAlignment: Sendable {
+    public static let rate = 16000
+
+    /// The lags searched: the echo may come before the timeline says it was played (a speaker's
+    /// latency overstated) or up to half a second after it.
+    public let lags: ClosedRange<Int>
+    /// The reference is taken this much before the measured delay (3 ms).
+    public let margin = 48
+    /// The measured delay (samples) beyond the timeline's, once measured.
+    public private(set) var delay: Int?
+    /// Measurements made so far (for the journal and the tests).
+    public private(set) var measurements = 0
+
+    /// What the speaker played: `far[i]` is timeline sample `farStart + i`.
+    private var far: [Int16] = []
+    private var farStart: Int64 = 0
+    /// Where the speaker's next period goes, and the microphone's.
+    private var speakerNext: Int64?
+    private var microphoneNext: Int64?
+    /// The microphone's last `window` samples, for the next measurement, and where they start.
+    private var heard: [Int16] = []
+    private var heardStart: Int64 = 0
+    /// Samples heard with the speaker playing since the last measurement.
+    private var playedHeard = 0
+    private let window: Int
+    private let keep: Int
+    private let slack: Int
+
+    /// `window` samples of the microphone are correlated (one second), after the first `window`
+    /// heard while the speaker plays and then every five times that; `slack` is how far a side may be off before it jumps (two periods).
+    public init(window: Int = 16000, lags: ClosedRange<Int> = -3200...8000, slack: Int = 640) {
+        self.window = window
+        self.lags = lags
+        self.slack = slack
+        keep = window + lags.upperBound - lags.lowerBound + 2 * slack + 8000
+    }
+
+    /// The timeline sample at CLOCK_MONOTONIC `ns`.
+    public static func sample(atNanoseconds ns: UInt64) -> Int64 {
+        Int64(ns) * Int64(rate) / 1_000_000_000
+    }
+
+    /// Forgets the measured delay and where each side was (a device changed).
+    public mutating func reset() {
+        self = EchoAlignment(window: window, lags: lags, slack: slack)
+    }
+
+    /// The speaker played `samples` (16 kHz mono), the first at timeline sample `start` by the clock.
+    public mutating func played(_ samples: [Int16], at start: Int64) {
+        guard !samples.isEmpty else { return }
+        let at = Self.place(&speakerNext, start, slack: slack, count: samples.count)
+        if far.isEmpty || at < farStart || at > farStart + Int64(far.count) + Int64(keep) {
+            far = []
+            farStart = at
+        }
+        let end = Int(at - farStart) + samples.count
+        if end > far.count { far.append(contentsOf: repeatElement(0, count: end - far.count)) }
+        far.replaceSubrange(Int(at - farStart)..<end, with: samples)
+        if far.count > keep {
+            let drop = far.count - keep
+            far.removeFirst(drop)
+            farStart += Int64(drop)
+        }
+    }
+
+    /// The microphone heard `samples` (16 kHz mono), the first at timeline sample `start` by the
+    /// clock; returns what the speaker played that is in them, as many samples (silence where it
+    /// played nothing). A measurement falls due when a second has been heard over the speaker.
+    public mutating func heard(_ samples: [Int16], at start: Int64) -> [Int16] {
+        let at = Self.place(&microphoneNext, start, slack: slack, count: samples.count)
+        if heard.isEmpty || heardStart + Int64(heard.count) != at { heard = [] ; heardStart = at }
+        heard.append(contentsOf: samples)
+        if heard.count > window {
+            let drop = heard.count - window
+            heard.removeFirst(drop)
+            heardStart += Int64(drop)
+        }
+        let reference = self.reference(count: samples.count, at: at - Int64((delay ?? 0) - margin))
+        if reference.contains(where: { $0 != 0 }) { playedHeard += samples.count }
+        return reference
+    }
+
+    /// What the speaker played from timeline sample `at`, `count` of them, silence where nothing.
+    public func reference(count: Int, at: Int64) -> [Int16] {
+        var out = [Int16](repeating: 0, count: count)
+        let from = max(at, farStart), to = min(at + Int64(count), farStart + Int64(far.count))
+        guard from < to else { return out }
+        for t in from..<to { out[Int(t - at)] = far[Int(t - farStart)] }
+        return out
+    }
+
+    /// What to correlate, once due (after the first second heard over the speaker, then every five):
+    /// pass it to `EchoDelay.estimate` and its answer to `measured`.
+    public mutating func takeMeasurement() -> EchoDelay.Input? {
+        guard playedHeard >= (measurements == 0 ? window : 5 * window), heard.count == window else { return nil }
+        playedHeard = 0
+        let lead = lags.upperBound
+        let span = reference(count: window + lags.upperBound - lags.lowerBound, at: heardStart - Int64(lead))
+        return EchoDelay.Input(near: heard, far: span, farLead: lead, lags: lags)
+    }
+
+    /// The answer to the last `takeMeasurement` (nil: no echo found; the delay stays).
+    public mutating func measured(_ estimate: EchoDelay.Estimate?) {
+        guard let estimate else { return }
+        measurements += 1
+        // A lag within a millisecond of the last is the same delay: the canceller is not disturbed.
+        if let delay, abs(delay - estimate.lag) <= 16 { return }
+        delay = estimate.lag
+    }
+
+    /// Where a side's period of `count` goes: on from the last, unless the clock says it is more than
+    /// `slack` off.
+    private static func place(_ next: inout Int64?, _ clock: Int64, slack: Int, count: Int) -> Int64 {
+        let at: Int64
+        if let expected = next, abs(expected - clock) <= Int64(slack) { at = expected } else { at = clock }
+        next = at + Int64(count)
+        return at
+    }
+}

@@ -1,0 +1,109 @@
+import Testing
+@testable import SatelliteCore
+
+@Suite struct EchoDelayTests {
+    /// `far` delayed by `lag` and scaled by `gain`, as `near`, with `far` leading by `lead`.
+    private func echo(of far: [Int16], lag: Int, lead: Int, count: Int, gain: Double) -> [Int16] {
+        (0..<count).map { i in Int16(clamping: Int(Double(far[i - lag + lead]) * gain)) }
+    }
+
+    @Test(arguments: [0, 37, 800, 4001, -120])
+    func findsTheLag(lag: Int) {
+        let far = Signal.noise(1800, dBFS: -20)
+        let lead = 8000
+        let near = echo(of: far, lag: lag, lead: lead, count: 16000, gain: 0.2)
+        let estimate = EchoDelay.estimate(near: near, far: far, farLead: lead, lags: -3200...8000)
+        #expect(estimate?.lag == lag)
+        #expect((estimate?.correlation ?? 0) > 0.9)
+    }
+
+    @Test func findsTheLagUnderATalker() {
+        let far = Signal.noise(1800, dBFS: -20)
+        let talker = Signal.noise(1000, dBFS: -30, seed: 9)
+        let near = zip(echo(of: far, lag: 512, lead: 8000, count: 16000, gain: 0.3), talker).map { Int16(clamping: Int($0) + Int($1)) }
+        #expect(EchoDelay.estimate(near: near, far: far, farLead: 8000, lags: -3200...8000)?.lag == 512)
+    }
+
+    @Test func noEchoIsNoEstimate() {
+        let far = Signal.noise(1800, dBFS: -20)
+        let near = Signal.noise(1000, dBFS: -20, seed: 5)
+        #expect(EchoDelay.estimate(near: near, far: far, farLead: 8000, lags: -3200...8000) == nil)
+        #expect(EchoDelay.estimate(near: Signal.silence(1000), far: far, farLead: 8000, lags: -3200...8000) == nil)
+    }
+}
+
+@Suite struct EchoAlignmentTests {
+    /// A speaker playing `far` in 20 ms periods from timeline sample `start`, and a microphone hearing
+    /// it `lag` samples later (scaled), each clock reading off by up to `jitter`; the references the
+    /// alignment gave for each microphone period, in order.
+    private func run(_ alignment: inout EchoAlignment, far: [Int16], start: Int64, lag: Int, jitter: Int) -> [Int16] {
+        var generator = SeededGenerator(seed: 3)
+        var references: [Int16] = []
+        let period = 320
+        // The speaker writes a period ahead of the microphone, as a real one does; the first reading of
+        // each clock is exact, so the two sides start together.
+        for p in 0...(far.count / period) {
+            let offset = { p < 2 ? Int64(0) : Int64(Int.random(in: -jitter...jitter, using: &generator)) }
+            if p < far.count / period {
+                alignment.played(Array(far[p * period..<(p + 1) * period]), at: start + Int64(p * period) + offset())
+            }
+            guard p > 0 else { continue }
+            let heard = p - 1
+            let mic: [Int16] = (0..<period).map { k in
+                let source = heard * period + k - lag
+                return source >= 0 && source < far.count ? far[source] / 4 : 0
+            }
+            references += alignment.heard(mic, at: start + Int64(heard * period) + offset())
+            if let input = alignment.takeMeasurement() { alignment.measured(EchoDelay.estimate(input)) }
+        }
+        return references
+    }
+
+    @Test func measuresTheDelayAndAlignsTheReference() {
+        var alignment = EchoAlignment()
+        let far = Signal.noise(3000, dBFS: -20)
+        let references = run(&alignment, far: far, start: 1_000_000, lag: 720, jitter: 150)
+        #expect(alignment.delay == 720)
+        // Once measured, the reference is the speaker's sample 720 − 48 before each microphone sample.
+        let settled = 2 * 16000
+        for i in settled..<(references.count - alignment.margin) { #expect(references[i] == far[i - 720 + alignment.margin]) }
+    }
+
+    @Test func beforeAMeasurementTheReferenceIsTheTimelines() {
+        var alignment = EchoAlignment()
+        let far = Signal.noise(500, dBFS: -20)
+        let references = run(&alignment, far: far, start: 5000, lag: 0, jitter: 0)
+        #expect(alignment.delay == nil)
+        #expect(Array(references[100..<7000]) == Array(far[(100 + alignment.margin)..<(7000 + alignment.margin)]))
+    }
+
+    @Test func aJumpOfTheClockMovesTheSideAndResetForgets() {
+        var alignment = EchoAlignment()
+        alignment.played([Int16](repeating: 7, count: 320), at: 0)
+        // 100 samples off: the period runs on from the last.
+        alignment.played([Int16](repeating: 8, count: 320), at: 420)
+        #expect(alignment.reference(count: 1, at: 320) == [8])
+        // An underrun: a second later by the clock, the speaker is placed there.
+        alignment.played([Int16](repeating: 9, count: 320), at: 16640)
+        #expect(alignment.reference(count: 1, at: 16640) == [9])
+        #expect(alignment.reference(count: 1, at: 640) == [0])
+        alignment.reset()
+        #expect(alignment.reference(count: 1, at: 16640) == [0])
+        #expect(alignment.delay == nil)
+    }
+
+    @Test func silenceFromTheSpeakerMeasuresNothing() {
+        var alignment = EchoAlignment()
+        for p in 0..<200 {
+            _ = alignment.heard(Signal.noise(20, dBFS: -20, seed: UInt64(p)), at: Int64(p * 320))
+            #expect(alignment.takeMeasurement() == nil)
+        }
+        #expect(alignment.measurements == 0)
+        #expect(alignment.delay == nil)
+    }
+
+    @Test func timelineSampleOfTheClock() {
+        #expect(EchoAlignment.sample(atNanoseconds: 1_000_000_000) == 16000)
+        #expect(EchoAlignment.sample(atNanoseconds: 62_500) == 1)
+    }
+}

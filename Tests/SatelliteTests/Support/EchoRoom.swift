@@ -1,0 +1,120 @@
+// A room with an echo (../shared/TESTING.md): the daemon's speaker writes into
+// a FIFO, what it played goes through a real `sox` (reverb, and quieter) and
+// comes back into the microphone's FIFO `delayMs` later, under whatever the
+// test says into the room. One thread of its own paces the room at 20 ms, as
+// MicFeeder's live room does: what nobody reads is gone. Easy to get wrong:
+// both FIFOs are held read-write and non-blocking, so neither the daemon's open
+// nor a device closing ever blocks or kills anything; and sox is fed and read
+// without blocking, its output taken as it comes.
+import Foundation
+import Glibc
+import Synchronization
+import TestSupport
+
+final class EchoRoom: Sendable {
+    let microphone: String
+    let speaker: String
+    private let state = Mutex(State())
+    private let micFD: Int32
+    private let speakerFD: Int32
+    /// sox and its two pipes, kept until stop().
+    private let sox: Mutex<(process: Process, input: Pipe, output: Pipe)>
+    private let soxIn: Int32
+    private let soxOut: Int32
+    private let delay: Int
+
+    private struct State {
+        var talker: [Int16] = []
+        var echo: [Int16] = []
+        var stopped = false
+        /// Echo samples added to the room so far (for the test to know the speaker was heard).
+        var echoed = 0
+        var echoing = false
+    }
+
+    /// `gainDB` (negative: quieter) and sox's `reverb` as given, `delayMs` on top of sox's own.
+    init(directory: String, delayMs: Int = 40, gainDB: Double = -12, reverb: [String] = ["40", "50", "60"]) throws {
+        microphone = directory + "/room-mic.fifo"
+        speaker = directory + "/room-speaker.fifo"
+        delay = delayMs * 16
+        for path in [microphone, speaker] {
+            guard mkfifo(path, 0o600) == 0 else { throw TestFailure("mkfifo \(path): \(String(cString: strerror(errno)))") }
+        }
+        micFD = open(microphone, O_RDWR | O_NONBLOCK)
+        speakerFD = open(speaker, O_RDWR | O_NONBLOCK)
+        guard micFD >= 0, speakerFD >= 0 else { throw TestFailure("open the room's FIFOs: \(String(cString: strerror(errno)))") }
+        let raw = ["-t", "raw", "-r", "16000", "-e", "signed", "-b", "16", "-c", "1"]
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sox")
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/sox") else {
+            throw TestFailure("sox is not installed; these tests need it: apt-get install sox")
+        }
+        process.arguments = ["-q", "--buffer", "640"] + raw + ["-"] + raw + ["-", "reverb"] + reverb + ["vol", "\(gainDB)dB"]
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        soxIn = input.fileHandleForWriting.fileDescriptor
+        soxOut = output.fileHandleForReading.fileDescriptor
+        _ = fcntl(soxOut, F_SETFL, fcntl(soxOut, F_GETFL) | O_NONBLOCK)
+        sox = Mutex((process, input, output))
+        let thread = Thread { [self] in self.pump() }
+        thread.name = "echo-room"
+        thread.start()
+    }
+
+    /// Says raw 16 kHz s16le `samples` into the room, after what is still being said.
+    func say(_ samples: [Int16]) {
+        state.withLock { $0.talker.append(contentsOf: samples) }
+    }
+
+    /// How many samples of echo have come back into the room so far.
+    var echoed: Int { state.withLock { $0.echoed } }
+
+    func stop() {
+        state.withLock { $0.stopped = true }
+        sox.withLock { $0.process.terminate() }
+    }
+
+    private func pump() {
+        defer {
+            close(micFD)
+            close(speakerFD)
+        }
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        var next = ContinuousClock.now
+        while !state.withLock({ $0.stopped }) {
+            // What the speaker played goes to sox; what sox gives back is the echo.
+            let played = buffer.withUnsafeMutableBytes { read(speakerFD, $0.baseAddress, $0.count) }
+            if played > 0 { _ = buffer.withUnsafeBytes { write(soxIn, $0.baseAddress, played) } }
+            let back = buffer.withUnsafeMutableBytes { read(soxOut, $0.baseAddress, $0.count) }
+            if back > 1 {
+                let samples = buffer.withUnsafeBytes { Array($0.bindMemory(to: Int16.self).prefix(back / 2)) }
+                state.withLock { s in
+                    // The echo starts `delay` after the first sound: the path through the air.
+                    if !s.echoing { s.echo.append(contentsOf: repeatElement(0, count: delay)); s.echoing = true }
+                    s.echo.append(contentsOf: samples)
+                }
+            }
+            let period: [Int16] = state.withLock { s in
+                var out = [Int16](repeating: 0, count: 320)
+                let talker = min(320, s.talker.count), echo = min(320, s.echo.count)
+                for i in 0..<talker { out[i] = s.talker[i] }
+                for i in 0..<echo { out[i] = Int16(clamping: Int(out[i]) + Int(s.echo[i])) }
+                s.talker.removeFirst(talker)
+                s.echo.removeFirst(echo)
+                s.echoed += echo
+                return out
+            }
+            var queued: Int32 = 0
+            _ = ioctl(micFD, UInt(FIONREAD), &queued)
+            if Int(queued) < MicFeeder.lead {
+                _ = period.withUnsafeBytes { write(micFD, $0.baseAddress, $0.count) }
+            }
+            next += .milliseconds(20)
+            let wait = next - ContinuousClock.now
+            if wait > .zero { usleep(UInt32(wait.components.attoseconds / 1_000_000_000_000)) }
+        }
+    }
+}

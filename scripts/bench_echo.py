@@ -1,0 +1,254 @@
+# scripts/bench's echo section (issue 15): a room with an echo, as the tests build
+# it (Tests/SatelliteTests/Support/EchoRoom.swift): the daemon's speaker writes a
+# FIFO, what it played goes through sox (reverb, 12 dB down) and comes back 40 ms
+# later into the microphone's FIFO, under a talker. Measured: ERLE on speech and
+# on music-like tones (the capture's copy before processing against `meter`
+# after it), the wake word said over an answer at speaker-to-talker ratios of
+# 0, 6 and 12 dB (detected or not; the decision to playback stopped), and CPU
+# and RSS over an answer with the processing on and off. Easy to get wrong: the
+# room's FIFOs are held read-write and non-blocking, so nothing here blocks on
+# the daemon nor the daemon on it; and the talker's level is set against the
+# echo's as the microphone hears it (the same sox chain, offline).
+"""The echo room for scripts/bench."""
+
+import array
+import fcntl
+import json
+import math
+import os
+import re
+import socket
+import subprocess
+import sys
+import termios
+import threading
+import time
+
+RAW = ["-t", "raw", "-r", "16000", "-e", "signed", "-b", "16", "-c", "1"]
+ROOM = ["reverb", "40", "50", "60", "vol", "-12dB"]
+ANSWER = ("The weather today is mostly sunny with a light breeze from the west, and temperatures reaching "
+          "twenty degrees by the afternoon. Tomorrow brings rain in the morning, clearing later, so take an umbrella.")
+
+
+def rms(samples):
+    return math.sqrt(sum(s * s for s in samples) / max(1, len(samples)))
+
+
+class EchoRoom:
+    """The speaker's FIFO through sox back into the microphone's FIFO, 20 ms at a time."""
+
+    def __init__(self, directory, delay_ms=40):
+        self.microphone = os.path.join(directory, "room-mic.fifo")
+        self.speaker = os.path.join(directory, "room-speaker.fifo")
+        for path in (self.microphone, self.speaker):
+            os.mkfifo(path, 0o600)
+        self.mic_fd = os.open(self.microphone, os.O_RDWR | os.O_NONBLOCK)
+        self.speaker_fd = os.open(self.speaker, os.O_RDWR | os.O_NONBLOCK)
+        self.sox = subprocess.Popen(["sox", "-q", "--buffer", "640"] + RAW + ["-"] + RAW + ["-"] + ROOM,
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        os.set_blocking(self.sox.stdout.fileno(), False)
+        self.delay = delay_ms * 16
+        self.lock = threading.Lock()
+        self.talker, self.echo, self.echoing, self.stopped = array.array("h"), array.array("h"), False, False
+        self.thread = threading.Thread(target=self.pump, daemon=True)
+        self.thread.start()
+
+    def say(self, samples):
+        with self.lock:
+            self.talker.extend(samples)
+
+    def stop(self):
+        self.stopped = True
+        self.thread.join(2)
+        self.sox.kill()
+        self.sox.wait()
+        os.close(self.mic_fd)
+        os.close(self.speaker_fd)
+
+    def pump(self):
+        next_tick = time.monotonic()
+        while not self.stopped:
+            try:
+                played = os.read(self.speaker_fd, 65536)
+                self.sox.stdin.write(played)
+                self.sox.stdin.flush()
+            except BlockingIOError:
+                pass
+            try:
+                back = os.read(self.sox.stdout.fileno(), 65536)
+            except BlockingIOError:
+                back = b""
+            with self.lock:
+                if len(back) >= 2:
+                    if not self.echoing:
+                        self.echo.extend([0] * self.delay)
+                        self.echoing = True
+                    self.echo.frombytes(back[: len(back) // 2 * 2])
+                period = array.array("h", [0] * 320)
+                for source in (self.talker, self.echo):
+                    n = min(320, len(source))
+                    for i in range(n):
+                        period[i] = max(-32768, min(32767, period[i] + source[i]))
+                    del source[:n]
+            queued = array.array("i", [0])
+            fcntl.ioctl(self.mic_fd, termios.FIONREAD, queued)
+            if queued[0] < 6400:
+                os.write(self.mic_fd, period.tobytes())
+            next_tick += 0.02
+            time.sleep(max(0, next_tick - time.monotonic()))
+
+
+class EchoBench:
+    """`cpu_seconds`, `own_status` and `mb` are bench.py's readers of /proc; `error` its BenchError."""
+
+    def __init__(self, bench, fig, cpu_seconds, own_status, mb, error):
+        self.bench, self.fig, self.error = bench, fig, error
+        self.cpu_seconds, self.own_status, self.mb = cpu_seconds, own_status, mb
+
+    def prepare(self):
+        b = self.bench
+        b.speech(ANSWER, "answer", 0, 0.2)
+        subprocess.run(["sox"] + RAW + [b.path("answer.raw"), b.path("answer16.wav")], check=True)
+        # Music-like: three plucked notes at a time, changing every half second, for 11 s.
+        notes = []
+        for i, chord in enumerate([("C4", "E4", "G4"), ("A3", "C4", "E4"), ("F3", "A3", "C4"), ("G3", "B3", "D4")] * 6):
+            notes.append(b.path(f"n{i}.wav"))
+            subprocess.run(["sox", "-n", "-r", "16000", "-c", "1", "-b", "16", notes[-1], "synth", "0.5"]
+                           + [x for n in chord for x in ("pluck", n)] + ["vol", "0.3"], check=True)
+        subprocess.run(["sox"] + notes + [b.path("tones16.wav")], check=True)
+        self.wake = self.bench.speech("okay nabu", "echo-wake", 0.3, 0.3)
+        self.question = self.bench.speech("what is the weather like", "echo-q", 0.3, 2)
+        # The echo's level at the microphone, from the same room offline.
+        subprocess.run(["sox", b.path("answer16.wav")] + RAW + [b.path("answer-echo.raw")] + ROOM, check=True)
+        self.echo_rms = rms(array.array("h", open(b.path("answer-echo.raw"), "rb").read()))
+
+    def room_devices(self, d, room):
+        """ALSA names for this room's microphone (its copy in `d`/heard.raw) and speaker."""
+        with open(self.bench.path("asound.conf"), "a") as f:
+            name = os.path.basename(d)
+            f.write(f"""pcm.{name}mic {{ type file slave.pcm "clock" file "{d}/heard.raw" infile "{room.microphone}" format "raw" }}
+pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file "{room.speaker}" format "raw" }} format S16_LE rate 16000 channels 1 }} }}
+""")
+        return f"{name}mic", f"{name}speaker"
+
+    def await_count(self, log, text, count, daemon, timeout):
+        until = time.monotonic() + timeout
+        while open(log).read().count(text) < count:
+            if time.monotonic() > until or daemon.poll() is not None:
+                return False
+            time.sleep(0.02)
+        return True
+
+    def erle_once(self, number, answer, processing):
+        """One answer played into the room; returns (ERLE dB, CPU s per minute, RSS MiB) over 6 s of it."""
+        b = self.bench
+        b.check_time(f"echo run {number}")
+        b.knobs(audioFile=b.path(answer), wake="never")
+        d = b.path(f"echo{number}")
+        os.makedirs(d)
+        room = EchoRoom(d)
+        mic, speaker = self.room_devices(d, room)
+        env = b.daemon_env(d, {"transport": "stream", "wake": "push", "audio": {
+            "input": mic, "output": speaker, "leadingSilenceMs": 4000, "echoCancel": processing,
+            "noiseSuppression": False, "autoGain": False}})
+        daemon, notify, _ = b.start_daemon(d, env)
+        log = os.path.join(d, "daemon.log")
+        try:
+            b.await_notify(notify, daemon, "READY=1", 10)
+            b.await_log(log, "Connected to the server's /listen.", daemon, 15)
+            room.say(self.question)
+            ctl = b.procs.start([os.path.join(b.bin, "parlourctl"), "--json", "listen"], env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            if not self.await_count(log, "State speaking.", 1, daemon, 30):
+                raise self.error(f"echo run {number}: the answer did not play; see {log} (--keep)")
+            control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            control.connect(os.path.join(d, "control.sock"))
+            cpu0, t0 = self.cpu_seconds(daemon.pid), time.monotonic()
+            control.sendall(b'{"v": 1, "id": "m", "cmd": "meter", "seconds": 6}\n')
+            levels, buffer = [], b""
+            while True:
+                chunk = control.recv(65536)
+                if not chunk:
+                    break
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                done = False
+                for line in lines:
+                    value = json.loads(line)
+                    if value.get("event") == "level":
+                        levels.append(value["rms"])
+                    if value.get("id") == "m":
+                        done = True
+                if done:
+                    break
+            cpu = (self.cpu_seconds(daemon.pid) - cpu0) / (time.monotonic() - t0) * 60
+            rss = self.mb(self.own_status(daemon.pid)["VmRSS"])
+            control.close()
+            ctl.wait(60)
+        finally:
+            b.stop_others()
+            notify.close()
+            room.stop()
+        heard = array.array("h", open(os.path.join(d, "heard.raw"), "rb").read())
+        windows = min(len(levels), len(heard) // 1600)
+        before = sum((s / 32768) ** 2 for s in heard[20 * 1600: windows * 1600])
+        after = sum(10 ** (level / 10) * 1600 for level in levels[20:windows])
+        return 10 * math.log10(before / max(after, 1e-12)), cpu, rss
+
+    def erle(self, runs):
+        for number in range(1, runs + 1):
+            print(f"echo run {number} of {runs}…", flush=True, file=sys.stderr)
+            erle, cpu, rss = self.erle_once(f"s{number}", "answer16.wav", True)
+            self.fig["erle_speech_db"].samples.append(erle)
+            self.fig["echo_cpu_on"].samples.append(cpu)
+            self.fig["echo_rss_on"].samples.append(rss)
+            self.fig["erle_tones_db"].samples.append(self.erle_once(f"t{number}", "tones16.wav", True)[0])
+            erle, cpu, rss = self.erle_once(f"o{number}", "answer16.wav", False)
+            self.fig["erle_off_db"].samples.append(erle)
+            self.fig["echo_cpu_off"].samples.append(cpu)
+            self.fig["echo_rss_off"].samples.append(rss)
+
+    def barge_in(self, ratio_db, trials):
+        """`trials` answers with the wake word said over each, the echo `ratio_db` louder than the talker."""
+        b = self.bench
+        b.check_time(f"barge-in at {ratio_db} dB")
+        b.knobs(audioFile=b.path("answer16.wav"), wake="never")
+        d = b.path(f"barge{ratio_db}")
+        os.makedirs(d)
+        room = EchoRoom(d)
+        mic, speaker = self.room_devices(d, room)
+        env = b.daemon_env(d, {"transport": "stream", "wake": "local", "audio": {
+            "input": mic, "output": speaker, "leadingSilenceMs": 1500}})
+        daemon, notify, _ = b.start_daemon(d, env)
+        log = os.path.join(d, "daemon.log")
+        wake = array.array("h", self.wake)
+        gain = self.echo_rms / max(1.0, rms(wake[4800:-4800])) / 10 ** (ratio_db / 20)
+        quiet = array.array("h", [max(-32768, min(32767, int(s * gain))) for s in wake])
+        detected = 0
+        try:
+            b.await_notify(notify, daemon, "READY=1", 10)
+            b.await_log(log, "Listening for the wake word", daemon, 15)
+            for trial in range(trials):
+                wakes = open(log).read().count("Heard the wake word")
+                speaking = open(log).read().count("State speaking.")
+                room.say(array.array("h", self.wake) + array.array("h", self.question))
+                if not self.await_count(log, "State speaking.", speaking + 1, daemon, 30):
+                    raise self.error(f"barge-in trial {trial}: the answer did not play; see {log} (--keep)")
+                room.say(array.array("h", [0] * 40000) + quiet)
+                if self.await_count(log, "Heard the wake word", wakes + 2, daemon, 8):
+                    detected += 1
+                # Idle again: the new turn hears nothing, or the answer ends.
+                idles = open(log).read().count("State idle.")
+                self.await_count(log, "State idle.", idles + 1, daemon, 30)
+            text = open(log).read()
+        finally:
+            b.stop_others()
+            notify.close()
+            room.stop()
+        decided = [int(n) for n in re.findall(r"^debug: Wake word decided\..*\bmonotonic_ns=(\d+)", text, re.M)]
+        stopped = [int(n) for n in re.findall(r"^debug: Playback stopped\..*\bmonotonic_ns=(\d+)", text, re.M)]
+        for ns in decided:
+            after = [s for s in stopped if s >= ns]
+            if after and after[0] - ns < 2e9:
+                self.fig["barge_stop_ms"].samples.append((after[0] - ns) / 1e6)
+        self.fig[f"barge_rate_{ratio_db}"].samples.append(detected / trials)
