@@ -59,9 +59,11 @@ struct Base64URLTests {
             #expect(text == data.base64EncodedString())
             #expect(Base64.decode(text) == Array(data))
         }
-        for bad in ["Zg", "Zg=", "Z===", "Zm9v!", "Zm 9v", "=Zm9", "Zm9vYg=a"] {
+        for bad in ["Zg", "Zg=", "Z===", "Zm9v!", "Zm 9v", "=Zm9"] {
             #expect(Base64.decode(bad) == nil, "\(bad)")
             #expect(Data(base64Encoded: bad) == nil, "Foundation takes \(bad)")
         }
+        // Foundation reads this as five bytes; padding in the middle is refused here.
+        #expect(Base64.decode("Zm9vYg=a") == nil)
     }
 }

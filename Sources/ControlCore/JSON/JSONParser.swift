@@ -120,8 +120,9 @@ private struct JSONParser {
             guard at < bytes.count, bytes[at] == UInt8(ascii: ":") else { throw unexpected("':'") }
             at += 1
             skipSpace()
-            // A repeated key: the last one counts, as with JSONDecoder.
-            fields[key] = try value()
+            // A repeated key: the first one counts, as it did with JSONDecoder.
+            let value = try self.value()
+            if fields[key] == nil { fields[key] = value }
             skipSpace()
             guard at < bytes.count else { throw unexpected("',' or '}'") }
             if bytes[at] == UInt8(ascii: "}") { break }
