@@ -63,6 +63,12 @@ struct JSONValueTests {
         #expect(try JSONValue.parse([0x22, 0xC3, 0xA9, 0x22]) == "é")
     }
 
+    @Test("0 with an exponent is a number, as RFC 8259's grammar has it (JSONDecoder, which the daemon used before, refused it)")
+    func zeroWithExponent() throws {
+        #expect(try JSONValue.parse("0e2") == 0)
+        #expect(try JSONValue.parse("[-0E+1]") == [0])
+    }
+
     @Test("a refusal says what is wrong and at which byte")
     func whereItWentWrong() {
         #expect(throws: JSONParseError(description: "it is not valid JSON ('}' at byte 6 where a value should be)")) {

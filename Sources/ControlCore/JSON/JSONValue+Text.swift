@@ -1,6 +1,6 @@
-// Reading and writing JSON text. Writing is done by hand so that output is
-// compact, keys are sorted (the same object always prints the same line) and
-// whole numbers print without a fraction.
+// Writing JSON text, by hand so that output is compact, keys are sorted (the
+// same object always prints the same line) and whole numbers print without a
+// fraction. Reading is JSONParser.swift's.
 
 extension JSONValue {
     /// Compact JSON text with sorted keys.

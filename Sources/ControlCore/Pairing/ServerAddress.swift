@@ -94,7 +94,8 @@ public struct ServerAddress: Sendable, Equatable {
         return url[slashes.upperBound...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }.contains("@")
     }
 
-    /// The URL without its query, fragment, user name or password: what a person or the journal is shown.
+    /// A URL fit for a message or a log: without its query, fragment or user info,
+    /// which is where secrets travel.
     public static func displayURL(_ url: String) -> String {
         var text = Substring(url)
         if let end = text.firstIndex(where: { $0 == "?" || $0 == "#" }) { text = text[..<end] }

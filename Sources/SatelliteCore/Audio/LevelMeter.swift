@@ -1,7 +1,7 @@
 // The live input level `parlourctl setup` shows, so the person sees the
 // microphone hear them: the daemon cuts what it hears into 100 ms windows and
-// sends each one's level as an event; parlourctl draws it as a bar. Both ends
-// use this one type, so the event, the result and the words cannot drift apart.
+// sends each one's level as an event; parlourctl draws it as a bar. The words
+// and the bar are MeterText's (ControlCore), which reads these keys back.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

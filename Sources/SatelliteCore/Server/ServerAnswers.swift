@@ -165,7 +165,8 @@ public enum ServerAnswers {
     }
 
     /// A URL fit for a message or a log: without its query, fragment or user info,
-    /// which is where secrets travel.
+    /// which is where secrets travel. `ServerAddress.displayURL` (ControlCore) does it, for
+    /// parlourctl too; this name stays for the HTTP code's callers.
     public static func displayURL(_ url: String) -> String { ServerAddress.displayURL(url) }
 
     private static func size(_ bytes: Int) -> String {
