@@ -3,6 +3,9 @@
 import PackageDescription
 
 let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+// Swift imports _StringProcessing (regex) into every file unless told not to; parlourctl's modules
+// use none of it, and linking it costs 1.2 MB.
+let noRegex: [SwiftSetting] = [.unsafeFlags(["-Xfrontend", "-disable-implicit-string-processing-module-import"])]
 
 let package = Package(
     name: "parlour-satellite",
@@ -33,18 +36,22 @@ let package = Package(
                               .unsafeFlags(["-I/usr/include/webrtc_audio_processing"])],
                 linkerSettings: [.linkedLibrary("webrtc_audio_processing")]),
 
+        // What parlourctl needs: the control protocol, the command lines, JSON, setup's steps, the
+        // results' words. No Foundation and no regex library, so parlourctl links neither
+        // (BENCHMARKS.md, "What each binary weighs"); the daemon gets it through SatelliteCore.
+        .target(name: "ControlCore", swiftSettings: strict + noRegex),
         // Pure policy and codecs: no C, Foundation at most.
-        .target(name: "SatelliteCore", swiftSettings: strict),
+        .target(name: "SatelliteCore", dependencies: ["ControlCore"], swiftSettings: strict),
         // The actors and their adapters around the C libraries.
         .target(name: "Satellite", dependencies: ["SatelliteCore", "CALSA", "CAvahi", "CCurl", "CEspeak", "COpenSSL", "CPrctl", "CSpawn", "CSpeexDSP", "CSystemd", "CTFLite", "CWebRTCAudio", "CWebSockets"], swiftSettings: strict),
         .executableTarget(name: "parlour-satellite", dependencies: ["Satellite", "SatelliteCore"], swiftSettings: strict),
-        .executableTarget(name: "parlourctl", dependencies: ["SatelliteCore"], swiftSettings: strict),
+        .executableTarget(name: "parlourctl", dependencies: ["ControlCore"], swiftSettings: strict + noRegex),
         // scripts/bench's: the wake word engine over recordings, faster than real time (not installed).
         .executableTarget(name: "wakeword-bench", dependencies: ["Satellite", "SatelliteCore"], swiftSettings: strict),
 
         // What both test targets need to run tools (espeak-ng, sox, cc) safely.
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
-        .testTarget(name: "SatelliteCoreTests", dependencies: ["SatelliteCore", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "SatelliteCoreTests", dependencies: ["ControlCore", "SatelliteCore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SatelliteTests", dependencies: ["Satellite", "SatelliteCore", "TestSupport"], swiftSettings: strict),
     ]
 )

@@ -1,12 +1,7 @@
 // parlourctl's end of the control socket: connect, send a line, read lines.
 // It talks to the daemon and to nothing else, and holds no secret.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Glibc
-import SatelliteCore
+import ControlCore
 
 /// A blocking connection to the daemon's control socket, used from one thread.
 final class ControlClient {
@@ -29,9 +24,8 @@ final class ControlClient {
             let code = errno
             close(fd)
             if code == EACCES || code == EPERM {
-                let user = ProcessInfo.processInfo.userName
                 throw SatelliteError(.permissionDenied,
-                    "You may not talk to the satellite at \(path). \(AccessPolicy.howToGetAccess(user: user.isEmpty ? nil : user))")
+                    "You may not talk to the satellite at \(path). \(AccessPolicy.howToGetAccess(user: Environment.userName))")
             }
             throw SatelliteError(.daemonUnavailable,
                 "The satellite is not running (nothing answers at \(path): \(String(cString: strerror(code)))). Start it with: sudo systemctl start parlour-satellite")

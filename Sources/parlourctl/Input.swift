@@ -4,13 +4,8 @@
 // Easy to get wrong: the question must go to the terminal itself (/dev/tty),
 // because standard input may be the link, and with no terminal nobody can say
 // yes, so the answer is "no one asked" rather than a silent no.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Glibc
-import SatelliteCore
+import ControlCore
 
 /// The terminal's settings while echo is off, so that Ctrl-C can put echo back.
 nonisolated(unsafe) private var echoing: termios?

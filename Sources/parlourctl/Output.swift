@@ -1,7 +1,6 @@
 // Writing text to a file descriptor (standard output, standard error, the
-// terminal), what FileHandle did: parlourctl links FoundationEssentials alone,
-// like the daemon, which has no FileHandle (full Foundation brings ICU's data,
-// about 40 MB of the binary).
+// terminal), what FileHandle did: parlourctl links no Foundation at all
+// (BENCHMARKS.md, "What each binary weighs").
 import Glibc
 
 enum Output {

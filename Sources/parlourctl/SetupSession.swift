@@ -2,13 +2,8 @@
 // read a line, send a request, draw the level meter) over one connection to the
 // daemon, and nothing else, so the steps and their words stay in SatelliteCore
 // where they are tested. Without a terminal it refuses before asking anything.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Glibc
-import SatelliteCore
+import ControlCore
 
 enum SetupSession {
     static func run(socket: String, json: Bool, plain: Bool) -> Never {
@@ -60,7 +55,7 @@ enum SetupSession {
             case .meter(let text, let seconds):
                 Output.out(text)
                 let result = exchange(["cmd": "meter", "seconds": .number(Double(seconds))]) { event in
-                    if event["event"] == "level" { Output.out("\r" + LevelMeter.bar(event, plain: plain)) }
+                    if event["event"] == "level" { Output.out("\r" + MeterText.bar(event, plain: plain)) }
                 }
                 Output.out("\n")
                 action = flow.next(.result(result))

@@ -1,17 +1,12 @@
 // parlourctl: the satellite's control tool. It parses the command line, sends
 // one request to the daemon over the control socket, prints the one result and
 // exits with INTERFACE.md's code for it.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Glibc
-import SatelliteCore
+import ControlCore
 
 signal(SIGPIPE, SIG_IGN)
 
-let environment = ProcessInfo.processInfo.environment
+let environment = Environment.variables
 let plain = ResultText.prefersPlain(environment: environment)
 
 func finish(_ command: ControlCommand, _ result: ControlResult, json: Bool) -> Never {

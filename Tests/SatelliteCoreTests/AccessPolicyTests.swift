@@ -1,6 +1,7 @@
 // The access rule of the control socket: who may run which command. Pure, so
 // every combination of peer and command is checked here without a socket.
 import Testing
+@testable import ControlCore
 @testable import SatelliteCore
 
 @Suite("Access to the control socket")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import ControlCore
 @testable import SatelliteCore
 
 @Suite("the cue sounds: built in, from a file, or none")

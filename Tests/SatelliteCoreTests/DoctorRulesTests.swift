@@ -2,6 +2,7 @@
 // The fixes are pinned word for word: a person pastes them.
 import Foundation
 import Testing
+@testable import ControlCore
 @testable import SatelliteCore
 
 @Suite("doctor's rules")

@@ -3,6 +3,7 @@
 // every parlourctl command shown in code is one parlourctl has.
 import Foundation
 import Testing
+@testable import ControlCore
 @testable import SatelliteCore
 
 @Suite("documentation")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import ControlCore
 @testable import SatelliteCore
 
 /// The awake sound plays into a real microphone as listening starts: it is kept in the

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
+@testable import ControlCore
 @testable import SatelliteCore
 
 /// Synthetic microphone signals, built frame-aligned so the rules can be checked to the frame.

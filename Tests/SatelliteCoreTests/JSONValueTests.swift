@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import ControlCore
 @testable import SatelliteCore
 
 @Suite("JSON values")
@@ -25,6 +26,58 @@ struct JSONValueTests {
     func roundTrip(text: String) throws {
         let value = try JSONValue.parse(text)
         #expect(try JSONValue.parse(value.text) == value)
+    }
+
+    /// Documents RFC 8259 allows, and documents it does not (each a habit of lenient parsers).
+    static let strictlyValid = [
+        "0", "-0", "1e3", "1E+3", "2.5e-3", "-12.75", "123456789012345678", #""\u00e9\ud83c\udf70\/\b\f\n\r\t""#,
+        " \t\r\n[ 1 , {\"a\" : [ ] } ]\n", "true", "null", #"{"a":1,"a":2}"#, "\"é🍰\"",
+    ]
+    static let strictlyInvalid = [
+        "01", "1.", ".5", "+1", "1e", "-", "0x10", "NaN", "Infinity", "1e400", "[1,]", "{\"a\":1,}", "[1 2]",
+        "{'a':1}", "{a:1}", "// c\n1", "tru", "nulls", "[\"a\"\"b\"]", "\"\t\"", #""\x41""#, #""\ud800""#,
+        #""\udc00x""#, #""\ud800\u0041""#, "\"abc", "[", "1 2", "\u{FEFF}1",
+    ]
+
+    @Test("what RFC 8259 allows is read as JSONDecoder reads it", arguments: strictlyValid)
+    func matchesFoundation(text: String) throws {
+        let ours = try JSONValue.parse(text)
+        let theirs = try JSONDecoder().decode(FoundationJSON.self, from: Data(text.utf8)).value
+        #expect(ours == theirs)
+    }
+
+    @Test("what RFC 8259 does not allow is refused, saying where", arguments: strictlyInvalid)
+    func strict(text: String) {
+        #expect(throws: JSONParseError.self) { try JSONValue.parse(text) }
+        do {
+            _ = try JSONValue.parse(text)
+        } catch {
+            #expect(error.description.hasPrefix("it is not valid JSON ("), "\(error.description)")
+        }
+    }
+
+    @Test("bytes that are not UTF-8 are refused inside a string")
+    func notUTF8() throws {
+        #expect(throws: JSONParseError.self) { try JSONValue.parse([0x22, 0xC3, 0x28, 0x22]) }
+        #expect(throws: JSONParseError.self) { try JSONValue.parse([0x22, 0xED, 0xA0, 0x80, 0x22]) }
+        #expect(try JSONValue.parse([0x22, 0xC3, 0xA9, 0x22]) == "é")
+    }
+
+    @Test("0 with an exponent is a number, as RFC 8259's grammar has it (JSONDecoder, which the daemon used before, refused it)")
+    func zeroWithExponent() throws {
+        #expect(try JSONValue.parse("0e2") == 0)
+        #expect(try JSONValue.parse("[-0E+1]") == [0])
+    }
+
+    @Test("a refusal says what is wrong and at which byte")
+    func whereItWentWrong() {
+        #expect(throws: JSONParseError(description: "it is not valid JSON ('}' at byte 6 where a value should be)")) {
+            try JSONValue.parse(#"{"a":}"#)
+        }
+        #expect(throws: JSONParseError(description: "it is not valid JSON (it is empty)")) { try JSONValue.parse("") }
+        #expect(throws: JSONParseError(description: "it is not valid JSON (more follows the value at byte 3)")) {
+            try JSONValue.parse("1 2")
+        }
     }
 
     @Test("garbage is an error, not a crash", arguments: ["", "{", "nope", "{\"a\":}", "\u{0}"])
@@ -70,5 +123,21 @@ struct JSONValueTests {
             reader.start()
         }
         #expect(message == "The request is not JSON: it nests arrays and objects more than 32 deep. Send one JSON object a line.")
+    }
+}
+
+/// JSONDecoder's reading of a document, to hold the hand-written parser to.
+private struct FoundationJSON: Decodable {
+    let value: JSONValue
+
+    init(from decoder: Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if c.decodeNil() { value = .null }
+        // Bool first: JSONDecoder will not read a number as a Bool, so true stays true and 1 stays 1.
+        else if let b = try? c.decode(Bool.self) { value = .bool(b) }
+        else if let n = try? c.decode(Double.self) { value = .number(n) }
+        else if let s = try? c.decode(String.self) { value = .string(s) }
+        else if let a = try? c.decode([FoundationJSON].self) { value = .array(a.map(\.value)) }
+        else { value = .object(try c.decode([String: FoundationJSON].self).mapValues(\.value)) }
     }
 }

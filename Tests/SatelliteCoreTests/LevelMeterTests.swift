@@ -2,6 +2,7 @@
 // sentences and bar, on samples whose levels are known by arithmetic.
 import Foundation
 import Testing
+@testable import ControlCore
 @testable import SatelliteCore
 
 @Suite("the level meter")
@@ -65,7 +66,7 @@ struct LevelMeterTests {
         #expect(result["loudest"] == .number(-9.0))
         #expect(result["signal"] == "ok")
         #expect(abs((result["rms"]?.numberValue ?? 0) - -12.0) < 0.1)
-        #expect(LevelMeter.heardVoice(result))
+        #expect(MeterText.heardVoice(result))
         #expect(LevelMeter.event(windows[9]) == ["event": "level", "rms": -9.0, "peak": -6.0])
     }
 
@@ -78,13 +79,13 @@ struct LevelMeterTests {
         (["signal": "clipping", "loudest": -1.0], "The microphone hears you: the loudest moment was -1.0 dBFS. It clips at times"),
     ] as [(JSONValue, String)])
     func summary(result: JSONValue, sentence: String) {
-        #expect(LevelMeter.summary(result).hasPrefix(sentence), "\(LevelMeter.summary(result))")
+        #expect(MeterText.summary(result).hasPrefix(sentence), "\(MeterText.summary(result))")
     }
 
     @Test("the bar fills from -60 dBFS to 0")
     func bar() {
-        #expect(LevelMeter.bar(["rms": -30.0, "peak": -12.5], width: 10, plain: true) == "[#####.....]  -30.0 dBFS (peak -12.5)")
-        #expect(LevelMeter.bar(["rms": -96.0, "peak": -96.0], width: 4, plain: false) == "[····]  -96.0 dBFS (peak -96.0)")
-        #expect(LevelMeter.bar(["rms": 0.0, "peak": 0.0], width: 4, plain: false) == "[████]    0.0 dBFS (peak 0.0)")
+        #expect(MeterText.bar(["rms": -30.0, "peak": -12.5], width: 10, plain: true) == "[#####.....]  -30.0 dBFS (peak -12.5)")
+        #expect(MeterText.bar(["rms": -96.0, "peak": -96.0], width: 4, plain: false) == "[····]  -96.0 dBFS (peak -96.0)")
+        #expect(MeterText.bar(["rms": 0.0, "peak": 0.0], width: 4, plain: false) == "[████]    0.0 dBFS (peak 0.0)")
     }
 }

@@ -3,6 +3,7 @@
 // over the config's, and what a broken file or a bad request is told.
 import Foundation
 import Testing
+@testable import ControlCore
 @testable import SatelliteCore
 
 @Suite("settings.json and the room, mute and volume requests")

@@ -3,6 +3,7 @@
 // version the programs print.
 import Foundation
 import Testing
+@testable import ControlCore
 @testable import SatelliteCore
 
 @Suite("man pages")

@@ -5,6 +5,7 @@
 import Foundation
 import Testing
 import TestSupport
+@testable import ControlCore
 @testable import SatelliteCore
 
 enum FrontendClip: String, CaseIterable, Sendable {

@@ -1,4 +1,5 @@
 import Testing
+@testable import ControlCore
 @testable import SatelliteCore
 
 @Suite("pairing link")

@@ -3,6 +3,7 @@
 // key's place in pin.json.
 import Foundation
 import Testing
+@testable import ControlCore
 @testable import SatelliteCore
 
 @Suite("redirects, https keys and the pin")

@@ -4,6 +4,7 @@
 // outside the server's bounds must never get as far as a request.
 import Foundation
 import Testing
+@testable import ControlCore
 @testable import SatelliteCore
 
 @Suite("parlourctl server, without a server")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import ControlCore
 @testable import SatelliteCore
 
 @Suite("reading the server's answers")

@@ -3,6 +3,7 @@
 // asks and sends. The terminal itself is tested in SatelliteTests (SetupTests).
 import Foundation
 import Testing
+@testable import ControlCore
 @testable import SatelliteCore
 
 @Suite("setup's steps")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import ControlCore
 @testable import SatelliteCore
 
 @Suite("a hook's command line is split like a shell would, and run without one")

@@ -8,6 +8,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Testing
+@testable import ControlCore
 @testable import SatelliteCore
 
 @Suite("trust: tokens, origins and what is shown")

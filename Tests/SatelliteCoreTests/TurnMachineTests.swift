@@ -1,4 +1,5 @@
 import Testing
+@testable import ControlCore
 @testable import SatelliteCore
 
 /// The turn machine, state by event: every stage meets every kind of event, and each row says

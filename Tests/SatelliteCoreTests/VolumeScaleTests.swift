@@ -1,6 +1,7 @@
 // The percentage a person says and the raw value a mixer control holds, and
 // which card and control `parlourctl volume` turns for a given config.
 import Testing
+@testable import ControlCore
 @testable import SatelliteCore
 
 @Suite("Volume: percent and mixer selection")

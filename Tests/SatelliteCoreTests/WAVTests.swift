@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import ControlCore
 @testable import SatelliteCore
 
 /// Writes WAV files byte by byte, so a test can make right ones and wrong ones.

@@ -1,6 +1,7 @@
 // When the local wake word listens and what counts as a wake (WakeWordGate), and
 // where its engine is found (WakeWordFolder).
 import Testing
+@testable import ControlCore
 @testable import SatelliteCore
 
 /// The gate's answer to a model that heard its word at `ms` (outside #expect, which cannot mutate).

@@ -3,6 +3,7 @@
 // alignment, since the mask is applied eight bytes at a time.
 import Foundation
 import Testing
+@testable import ControlCore
 @testable import SatelliteCore
 
 @Suite("WebSocket client frames")

@@ -24,7 +24,7 @@ public struct SignalLevel: Sendable, Equatable {
     public private(set) var clipped = 0
 
     /// The floor of the decibel figures: the quietest level 16-bit samples can tell apart from zero.
-    public static let floorDBFS = -96.0
+    public static let floorDBFS = MeterText.floorDBFS
     /// Below this RMS a microphone barely hears anything; a quiet room with a working microphone is louder.
     public static let quietDBFS = -70.0
     /// More than this share of samples at full scale is clipping.

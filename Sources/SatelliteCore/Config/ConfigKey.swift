@@ -149,11 +149,10 @@ extension ConfigKey {
     }
 
     static func room(_ text: String) throws(Rejection) -> String? {
-        let trimmed = text.trimmingSpaces()
-        guard trimmed.count <= 40, !hasControlCharacters(trimmed) else {
-            throw Rejection("a room name of at most 40 characters, or \"\" for none")
+        guard let name = RoomName.clean(text) else {
+            throw Rejection("a room name of at most \(RoomName.maxLength) characters, or \"\" for none")
         }
-        return trimmed
+        return name
     }
 
     static func deviceName(_ text: String) throws(Rejection) -> String? {

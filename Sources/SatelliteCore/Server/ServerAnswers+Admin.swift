@@ -15,30 +15,15 @@ extension ServerAnswers {
         try AdminStatus.read(try AnswerReader(body: body, route: .admin))
     }
 
-    /// A `server status` result read back (parlourctl's text); the same checks as the server's answer.
-    public static func adminStatus(json: JSONValue) throws(SatelliteError) -> AdminStatus {
-        try AdminStatus.read(try AnswerReader(value: json, route: .admin))
-    }
-
     /// `POST /admin/pipeline`: the saved pipeline and whether a restart was `scheduled`, is `needed`, or `none`.
     public static func pipelineSaved(_ body: Data) throws(SatelliteError) -> (pipeline: Pipeline, restart: String) {
         let answer = try AnswerReader(body: body, route: .adminPipeline)
         return (try Pipeline.read(try answer.object("pipeline")), try answer.string("restart"))
     }
 
-    /// A pipeline object read back from a result.
-    public static func pipeline(json: JSONValue) throws(SatelliteError) -> Pipeline {
-        try Pipeline.read(try AnswerReader(value: json, route: .adminPipeline))
-    }
-
     /// `POST /admin/service`: where the service ended up.
     public static func managedService(_ body: Data) throws(SatelliteError) -> ManagedService {
         try ManagedService.read(try AnswerReader(body: body, route: .adminService))
-    }
-
-    /// A service object read back from a result.
-    public static func managedService(json: JSONValue) throws(SatelliteError) -> ManagedService {
-        try ManagedService.read(try AnswerReader(value: json, route: .adminService))
     }
 
     /// `GET /admin/logs`: the log's name and its last lines.

@@ -56,20 +56,6 @@ public struct VoiceAnswer: Sendable, Equatable {
     }
 }
 
-/// The server routes the satellite calls.
-public enum ServerRoute: String, Sendable, CaseIterable {
-    case health = "/health"
-    case models = "/v1/models"
-    case ask = "/ask"
-    case voice = "/voice"
-    case admin = "/admin"
-    case adminPipeline = "/admin/pipeline"
-    case adminService = "/admin/service"
-    case adminLogs = "/admin/logs"
-    case adminDoctor = "/admin/doctor"
-    case adminRestart = "/admin/restart"
-}
-
 /// How a request ended without an HTTP answer. The HTTP client sorts curl's
 /// codes into these; `ServerAnswers.failure` says what each means to a person.
 public enum TransferFailure: Sendable, Equatable {
@@ -179,19 +165,9 @@ public enum ServerAnswers {
     }
 
     /// A URL fit for a message or a log: without its query, fragment or user info,
-    /// which is where secrets travel.
-    public static func displayURL(_ url: String) -> String {
-        var text = Substring(url)
-        if let end = text.firstIndex(where: { $0 == "?" || $0 == "#" }) { text = text[..<end] }
-        // Drop "user:password@" from the authority, if there is one.
-        if let scheme = text.firstRange(of: "://") {
-            let authorityEnd = text[scheme.upperBound...].firstIndex(of: "/") ?? text.endIndex
-            if let at = text[scheme.upperBound..<authorityEnd].lastIndex(of: "@") {
-                text = text[..<scheme.upperBound] + text[text.index(after: at)...]
-            }
-        }
-        return String(text)
-    }
+    /// which is where secrets travel. `ServerAddress.displayURL` (ControlCore) does it, for
+    /// parlourctl too; this name stays for the HTTP code's callers.
+    public static func displayURL(_ url: String) -> String { ServerAddress.displayURL(url) }
 
     private static func size(_ bytes: Int) -> String {
         if bytes >= 1 << 20, bytes % (1 << 20) == 0 { return "\(bytes >> 20) MiB" }

@@ -73,7 +73,7 @@ public struct LocalSettings: Sendable, Equatable {
         switch (fields["room"], fields["configRoom"]) {
         case (nil, nil): break
         case (.string(let name)?, .string(let configRoom)?):
-            guard let clean = LocalSettings.roomName(name) else {
+            guard let clean = RoomName.clean(name) else {
                 throw SettingsFileError(file: file, problem: "\"room\" is not a room name of at most 40 characters")
             }
             settings.room = Room(name: clean, configRoom: configRoom)
@@ -81,11 +81,5 @@ public struct LocalSettings: Sendable, Equatable {
             throw SettingsFileError(file: file, problem: "\"room\" and \"configRoom\" should both be strings")
         }
         return settings
-    }
-
-    /// A room name as the config's `room` takes it (trimmed, at most 40 characters, no control
-    /// characters; "" for none), or nil when it is not one.
-    public static func roomName(_ text: String) -> String? {
-        try? ConfigKey.room(text) ?? ""
     }
 }

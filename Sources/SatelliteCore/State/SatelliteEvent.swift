@@ -50,11 +50,6 @@ public struct WakeWordHealth: Sendable, Equatable {
     public var json: JSONValue { ["model": .string(model), "ok": ok.map(JSONValue.bool) ?? .null, "error": .from(error)] }
 }
 
-/// How the server in use was chosen (INTERFACE.md, status `how`).
-public enum PinHow: String, Sendable, Equatable {
-    case configured, paired, manual, discovered
-}
-
 /// The server the satellite talks to, as far as it knows.
 public struct ServerHealth: Sendable, Equatable {
     public var url: String?
