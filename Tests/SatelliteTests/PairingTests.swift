@@ -87,6 +87,31 @@ struct PairingTests {
         await daemon.stop()
     }
 
+    @Test("a pairing whose pin.json cannot be saved puts the old token back: the server still pinned never gets the new one")
+    func pinNotSaved() async throws {
+        let home = try await TestServer.start(token: "home-\(UUID().uuidString)", knobs: ["recordCredentials": true])
+        defer { home.stop() }
+        let other = try await TestServer.start(token: "other-\(UUID().uuidString)")
+        defer { other.stop() }
+        let daemon = try await DaemonHarness.start(config: Self.config)
+        #expect(try await daemon.ctl("pair", "--yes", Self.link(home.url, token: home.token)).status == 0)
+        // A folder where pin.json goes: the token file is written, then pin.json's rename fails.
+        let pinFile = daemon.stateDirectory + "/pin.json"
+        try FileManager.default.removeItem(atPath: pinFile)
+        try FileManager.default.createDirectory(atPath: pinFile + "/in-the-way", withIntermediateDirectories: true)
+
+        let result = try await daemon.result("pair", "--yes", Self.link(other.url, token: other.token))
+        #expect(result["status"] == "error", "\(result)")
+        #expect(result["message"]?.stringValue?.contains("The pinned server could not be saved") == true, "\(result)")
+        #expect(Self.file(daemon, "token") == home.token + "\n", "the token before the pairing is back")
+        #expect(try await daemon.result("status")["response"]?["server"]?["url"] == .string(home.url))
+        #expect(try await daemon.result("ask", "still home?")["status"] == "completed")
+        let shown = try await home.requests().map { $0["shownCredential"]?.stringValue }
+        #expect(!shown.contains(other.token), "requests that carried the new token to the server still pinned: \(shown)")
+        try FileManager.default.removeItem(atPath: pinFile)
+        await daemon.stop()
+    }
+
     @Test("refused links, a missing terminal and server.url in the config change nothing and contact nobody")
     func refusals() async throws {
         let server = try await TestServer.start()

@@ -29,6 +29,9 @@ public actor Link {
     private var woken = false
     /// The last "not a bearer token" said, so that the check loop says it once.
     private var unusableToken: String?
+    /// A pairing is replacing the state folder's token (see `hold`); the requests waiting for it.
+    private var held = false
+    private var waitingForToken: [CheckedContinuation<Void, Never>] = []
 
     /// How often a server that answers is checked again.
     static let recheckHealthy: Duration = .seconds(60)
@@ -61,6 +64,22 @@ public actor Link {
 
     /// Checks the server in use now rather than at the next check (after a new token).
     public func recheck() { wake() }
+
+    /// From now until `release`, no request reads the token: it waits. A pairing holds the Link while
+    /// it puts the new server's token in the state folder and follows that server, so the server
+    /// followed before (whose token may be the state folder's too) is never sent the new one.
+    public func hold() { held = true }
+
+    /// Ends `hold`: the requests waiting go on, to the server followed now.
+    public func release() {
+        held = false
+        for waiting in waitingForToken { waiting.resume() }
+        waitingForToken = []
+    }
+
+    private func tokenSettled() async {
+        while held { await withCheckedContinuation { waitingForToken.append($0) } }
+    }
 
     /// Ends the pause under way, or the next one if a check is running now.
     private func wake() {
@@ -156,6 +175,7 @@ public actor Link {
     public func call<Answer: Sendable>(
         _ request: @Sendable (ParlourClient) async throws(SatelliteError) -> Answer
     ) async throws(SatelliteError) -> Answer {
+        await tokenSettled()
         let client = try client()
         let url = client.baseURL
         do {
@@ -219,6 +239,7 @@ public actor Link {
     /// as the check loop does: nil when both passed, else what failed (`no_server` when there is none).
     @discardableResult
     public func check() async -> SatelliteError? {
+        await tokenSettled()
         let client: ParlourClient
         do {
             client = try self.client()
@@ -265,7 +286,8 @@ public actor Link {
     /// moves meanwhile cannot pair one server's token with another's addresses. nil: none in use.
     /// The token is nil when the pin names no place, or the place holds no bearer token (then
     /// nothing is sent, and the check says why).
-    func streamTarget() -> StreamTarget? {
+    func streamTarget() async -> StreamTarget? {
+        await tokenSettled()
         guard let pin else { return nil }
         return StreamTarget(place: .init(url: pin.url, key: pin.key, addresses: pin.addresses, tokenSource: pin.tokenSource),
                             token: try? token())

@@ -10,6 +10,16 @@
 // (scheme, host, port), or with nothing pinned takes the one in force, and
 // otherwise checks /health alone and pins with none;
 // `token set` gives the server in use the state folder's token.
+// The hole to keep shut: a change is two writes (the token, then pin.json) and
+// takes a while (fsync), and halfway through "nothing pinned" and "the link's
+// token in force" are both true, so a search would vet every Bonjour server
+// with the link's token. Rather than make each reader check for a change half
+// done, the changes (the commands and the search's own pin) go one at a time in
+// `inLine`, and a search vets no server and pins none once a command has been
+// asked for since it read the pin and the token (`asked`): it gives up, and the
+// command's end starts it again. A pairing also holds the Link (Link.hold), so
+// that the server followed before never gets the new token, and puts the old
+// token back when the pin cannot be saved: no change is ever seen half done.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -33,8 +43,11 @@ public actor ServerChooser {
     private var pinnedAnswers = true
     private var searching = false
     private var searchAgain = false
-    /// A search asked for, run by `run()` once the command that asked has answered; one waiting is enough.
-    private let (searchesAsked, askSearch) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    /// A change (a command, or the search's pin) is under way; the changes waiting for it, in order.
+    private var changing = false
+    private var queued: [CheckedContinuation<Void, Never>] = []
+    /// Counts the commands asked for, so that a search under way sees that one came.
+    private var asked = 0
     /// The last move decided, so each is said once.
     private var lastMove = PinMoves.Decision.stay
 
@@ -61,8 +74,6 @@ public actor ServerChooser {
                     if case .server(let health) = event { await self.heard(health) }
                 }
             }
-            // Searches asked for by a command (unpin, token set) run here, after its answer.
-            group.addTask { for await _ in self.searchesAsked { await self.search() } }
             // A server that failed the checks may pass later (it was starting, or the token changed).
             group.addTask {
                 while !Task.isCancelled {
@@ -92,6 +103,10 @@ public actor ServerChooser {
     /// token and pins the server with it (the state folder's, never a credential's). A refusal or
     /// a failed check changes nothing.
     public func pair(_ text: String, key confirmed: String? = nil) async -> ControlResult {
+        await command { await pairNow(text, key: confirmed) }
+    }
+
+    private func pairNow(_ text: String, key confirmed: String?) async -> ControlResult {
         if let refusal = await configDecides() { return .error(refusal) }
         let link: PairingLink
         switch PairingLink.parse(text) {
@@ -107,16 +122,37 @@ public actor ServerChooser {
         if case .failure(let failed) = await self.link.vet(link.url, token: link.token, key: key, addresses: place.addresses) {
             return .error(failed)
         }
+        await self.link.hold()
+        let before: Data?
         do {
-            try await BlockingThread.local.run(throwing: { [stateDirectory] () throws(SatelliteError) in
+            before = try await BlockingThread.local.run(throwing: { [stateDirectory] () throws(SatelliteError) -> Data? in
+                let before = TokenFile.saved(stateDirectory: stateDirectory)
                 try TokenFile.write(link.token, stateDirectory: stateDirectory)
+                return before
             })
+        } catch {
+            await self.link.release()
+            return .error(error)
+        }
+        do {
             let pinned = try await pin.pin(url: link.url, name: link.name, how: .paired, tokenSource: .state, key: key,
                                            addresses: place.addresses, instance: place.instance)
             await follow(pinned)
+            await self.link.release()
             return .completed(["server": pinned.json])
         } catch {
-            return .error(error)
+            // The old token back before anything reads it again: the server still pinned keeps its own.
+            let restored: SatelliteError?
+            do throws(SatelliteError) {
+                try await BlockingThread.local.run(throwing: { [stateDirectory] () throws(SatelliteError) in
+                    try TokenFile.restore(before, stateDirectory: stateDirectory)
+                })
+                restored = nil
+            } catch {
+                restored = error
+            }
+            await self.link.release()
+            return .error(restored.map { SatelliteError(error.code, error.message + " " + $0.message) } ?? error)
         }
     }
 
@@ -125,6 +161,10 @@ public actor ServerChooser {
     /// with it. Anywhere else the token stays behind: only /health is checked, and the new server
     /// gets no token until `pair` or `token set`.
     public func use(_ url: String, key confirmed: String? = nil) async -> ControlResult {
+        await command { await useNow(url, key: confirmed) }
+    }
+
+    private func useNow(_ url: String, key confirmed: String?) async -> ControlResult {
         if let refusal = await configDecides() { return .error(refusal) }
         guard let address = ServerAddress(url) else {
             return .failure(.invalidRequest, ServerAddress.problem(url) ?? "")
@@ -173,11 +213,15 @@ public actor ServerChooser {
 
     /// `unpin`: forgets the pin and looks again (the search goes on after the answer).
     public func unpin() async -> ControlResult {
+        await command { await unpinNow() }
+    }
+
+    private func unpinNow() async -> ControlResult {
         if let refusal = await configDecides() { return .error(refusal) }
         do {
             let forgotten = try await pin.unpin()
             await follow(nil)
-            askSearch.yield()
+            searchAgain = true  // once this change has ended
             return .completed(["forgotten": forgotten?.json ?? .null])
         } catch {
             return .error(error)
@@ -186,6 +230,10 @@ public actor ServerChooser {
 
     /// `token set`: stores the token and gives it to the server in use, which is checked with it at once.
     public func setToken(_ token: String) async -> ControlResult {
+        await command { await setTokenNow(token) }
+    }
+
+    private func setTokenNow(_ token: String) async -> ControlResult {
         let given: Pin?
         do {
             try await BlockingThread.local.run(throwing: { [stateDirectory] () throws(SatelliteError) in
@@ -198,12 +246,16 @@ public actor ServerChooser {
         bus.notice(.notice, given.map { "A new token is stored, for \($0.url) alone." } ?? "A new token is stored.")
         if let given { await follow(given) }
         await link.recheck()
-        askSearch.yield()
+        searchAgain = true  // once this change has ended
         return .completed(["stored": true])
     }
 
     /// `token clear`.
     public func clearToken() async -> ControlResult {
+        await command { await clearTokenNow() }
+    }
+
+    private func clearTokenNow() async -> ControlResult {
         do {
             let cleared = try await BlockingThread.local.run(throwing: { [stateDirectory] () throws(SatelliteError) in
                 try TokenFile.clear(stateDirectory: stateDirectory)
@@ -259,6 +311,33 @@ public actor ServerChooser {
         if let notice = PinMoves.notice(decision, pin: current) { bus.publish(notice) }
     }
 
+    // MARK: One change at a time
+
+    /// Runs a command that may change the pin or the token, in line; a search under way gives up.
+    private func command(_ body: () async -> ControlResult) async -> ControlResult {
+        asked += 1
+        return await inLine(body)
+    }
+
+    /// Runs one change after the one before it has ended, in the order they came; when the last
+    /// has ended, a search held back meanwhile runs.
+    private func inLine<T: Sendable>(_ body: () async -> T) async -> T {
+        if changing {
+            await withCheckedContinuation { queued.append($0) }
+        } else {
+            changing = true
+        }
+        defer {
+            if !queued.isEmpty {
+                queued.removeFirst().resume()
+            } else {
+                changing = false
+                if searchAgain { Task { await self.search() } }
+            }
+        }
+        return await body()
+    }
+
     // MARK: Following
 
     private func follow(_ pinned: Pin?) async {
@@ -276,7 +355,8 @@ public actor ServerChooser {
                 + "nothing while it is set. Empty server.url in the config and restart the satellite to choose another way.")
     }
 
-    private func seen(_ list: [DiscoveredServer]) async {
+    /// Internal for the test that holds a pairing halfway (Bonjour's list without Avahi).
+    func seen(_ list: [DiscoveredServer]) async {
         found = list
         if await pin.current() == nil {
             await search()
@@ -301,8 +381,9 @@ public actor ServerChooser {
     }
 
     /// With nothing pinned, checks the servers found in order and pins the first that passes.
-    /// One search at a time; a change during one makes it run again.
-    private func search() async {
+    /// One search at a time, none while a change is under way; a change during one makes it run again.
+    /// Internal for the test that holds a pairing halfway.
+    func search() async {
         guard !searching else {
             searchAgain = true
             return
@@ -310,24 +391,44 @@ public actor ServerChooser {
         searching = true
         defer { searching = false }
         repeat {
+            // A change under way: the search waits for it to end, which starts the search again.
+            guard !changing else {
+                searchAgain = true
+                return
+            }
             searchAgain = false
+            let since = asked
             guard await pin.current() == nil, !found.isEmpty else { return }
             // The token a discovered server is pinned with; one that is no bearer token goes nowhere.
             let inForce: (token: String, kind: TokenKind)?
             do { inForce = try await link.tokenInForce() } catch { return }
+            // Right before each vet: no command since the pin and the token were read, so both still hold.
             let chosen = await PinPolicy.firstAccepted(found.map(Self.advertiser)) { candidate in
+                guard asked == since else { return .unhealthy }
                 switch await link.vet(candidate.url, token: inForce?.token, addresses: announcedAddresses(candidate)) {
                 case .success: return .accepted
                 case .failure(let error): return error.code == .tokenRefused ? .tokenRefused : .unhealthy
                 }
             }
+            guard asked == since else {
+                searchAgain = true  // a command came: look again once it has ended
+                continue
+            }
             guard let chosen else { continue }
-            // A person may have paired or chosen meanwhile: then ServerPin refuses, and that pin stays.
-            guard let pinned = try? await pin.pin(url: chosen.url, name: chosen.name, how: .discovered,
-                                                  tokenSource: inForce?.kind, addresses: announcedAddresses(chosen),
-                                                  instance: chosen.name) else { return }
-            await follow(pinned)
-            return
+            // A change in line, like the commands. A command asked for meanwhile: look again after it.
+            let pinned: Bool = await inLine {
+                guard asked == since else {
+                    searchAgain = true
+                    return false
+                }
+                // ServerPin refuses when a pin came some other way meanwhile; that pin stays.
+                guard let pinned = try? await pin.pin(url: chosen.url, name: chosen.name, how: .discovered,
+                                                      tokenSource: inForce?.kind, addresses: announcedAddresses(chosen),
+                                                      instance: chosen.name) else { return false }
+                await follow(pinned)
+                return true
+            }
+            if pinned { return }
         } while searchAgain
     }
 

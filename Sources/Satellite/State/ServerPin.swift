@@ -28,11 +28,20 @@ public actor ServerPin {
     /// A change is being made; the changes waiting for it, in order.
     private var changing = false
     private var queued: [CheckedContinuation<Void, Never>] = []
+    /// Where pin.json is written: BlockingThread.local; a test gives one of its own, to hold a save.
+    private let thread: BlockingThread
 
     /// Reads pin.json. A file that cannot be read is reported on the bus and left in place.
     /// `configuredToken` is where a configured server's token is read from.
     public init(stateDirectory: String, configuredURL: String?, configuredToken: TokenKind? = .state, bus: EventBus,
                 now: @escaping @Sendable () -> Date = Date.init) {
+        self.init(stateDirectory: stateDirectory, configuredURL: configuredURL, configuredToken: configuredToken, bus: bus,
+                  now: now, thread: .local)
+    }
+
+    init(stateDirectory: String, configuredURL: String?, configuredToken: TokenKind? = .state, bus: EventBus,
+         now: @escaping @Sendable () -> Date = Date.init, thread: BlockingThread) {
+        self.thread = thread
         let file = SatellitePaths.joined(stateDirectory, "pin.json")
         self.file = file
         self.stateDirectory = stateDirectory
@@ -103,7 +112,7 @@ public actor ServerPin {
 
     private func save(_ pin: Pin) async throws(SatelliteError) {
         do {
-            try await BlockingThread.local.run(throwing: { [stateDirectory, file, data = pin.fileData] () throws(AtomicFile.Failure) in
+            try await thread.run(throwing: { [stateDirectory, file, data = pin.fileData] () throws(AtomicFile.Failure) in
                 try AtomicFile.makeFolder(stateDirectory, mode: 0o700)
                 try AtomicFile.write(data, to: file, mode: 0o644)
             })
@@ -132,7 +141,7 @@ public actor ServerPin {
             let forgotten = stored
             let removed: Bool
             do throws(AtomicFile.Failure) {
-                removed = try await BlockingThread.local.run(throwing: { [file] () throws(AtomicFile.Failure) in try AtomicFile.remove(file) })
+                removed = try await thread.run(throwing: { [file] () throws(AtomicFile.Failure) in try AtomicFile.remove(file) })
             } catch {
                 throw error.satelliteError("The pinned server could not be forgotten")
             }

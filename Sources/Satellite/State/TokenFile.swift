@@ -34,6 +34,21 @@ public enum TokenFile {
         }
     }
 
+    /// What the token file holds now (nil: there is none), to put back with `restore`.
+    public static func saved(stateDirectory: String) -> Data? {
+        FileManager.default.contents(atPath: path(stateDirectory: stateDirectory))
+    }
+
+    /// Puts back what `saved` gave (nil: removes the file), when a pairing cannot be finished.
+    public static func restore(_ saved: Data?, stateDirectory: String) throws(SatelliteError) {
+        let file = path(stateDirectory: stateDirectory)
+        do {
+            if let saved { try AtomicFile.write(saved, to: file, mode: 0o600) } else { _ = try AtomicFile.remove(file) }
+        } catch {
+            throw error.satelliteError("The token before the pairing could not be put back")
+        }
+    }
+
     /// Removes the token file. Returns false when there was none.
     @discardableResult
     public static func clear(stateDirectory: String) throws(SatelliteError) -> Bool {

@@ -17,7 +17,8 @@ final class BlockingThread: Sendable {
 
     private let queue: Queue
 
-    private init(name: String) { queue = Queue(name: name) }
+    /// A thread of its own: only for a test that must hold one part's jobs and not the others'.
+    init(name: String) { queue = Queue(name: name) }
 
     /// Runs `body` on this thread and returns its value; the caller's task is suspended,
     /// never its thread. Jobs run one at a time, in the order they came.
