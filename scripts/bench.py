@@ -1323,7 +1323,8 @@ def main():
     parser.add_argument("--local-seconds", type=float, default=60, help="How long each local wake word run measures (0: none).")
     parser.add_argument("--wakes", type=int, default=10, help="Turns started by the wake word, timed to `start` (0: none).")
     parser.add_argument("--echo-runs", type=int, default=3, help="Echo room runs: speech, tones, and off (0: none).")
-    parser.add_argument("--barge-trials", type=int, default=10, help="Wake words over an answer at 6 dB (half at 0 and 12).")
+    parser.add_argument("--barge-trials", type=int, default=10, help="Wake words over an answer at 6 dB (half at the other ratios).")
+    parser.add_argument("--barge-ratios", default="6,0,12", help="Speaker-to-talker ratios (dB) the wake word is said at.")
     parser.add_argument("--callgrind-runs", type=int, default=1)
     parser.add_argument("--callgrind-seconds", type=float, default=20, help="How long callgrind counts (0: no callgrind).")
     parser.add_argument("--no-wyoming", dest="wyoming", action="store_false", help="Measure ours alone.")
@@ -1366,7 +1367,7 @@ def main():
             echo.prepare()
             echo.erle(args.echo_runs)
             if args.barge_trials > 0:
-                for ratio in (6, 0, 12):
+                for ratio in [int(r) for r in args.barge_ratios.split(",")]:
                     print(f"wake words over an answer at {ratio} dB…", file=sys.stderr, flush=True)
                     echo.barge_in(ratio, args.barge_trials if ratio == 6 else max(1, args.barge_trials // 2))
         if args.trips > 0:
