@@ -1543,7 +1543,8 @@ def main():
                         help="Only what the wake word's aims need: the stream runs, the local runs, the wakes, "
                              "the corpus and the false wakes (as --runs 0 --trips 0 --callgrind-seconds 0).")
     parser.add_argument("--echo-runs", type=int, default=3, help="Echo room runs: speech, tones, and off (0: none).")
-    parser.add_argument("--barge-trials", type=int, default=10, help="Wake words over an answer at 6 dB (half at 0 and 12).")
+    parser.add_argument("--barge-trials", type=int, default=10, help="Wake words over an answer at 6 dB (half at the other ratios).")
+    parser.add_argument("--barge-ratios", default="6,0,12", help="Speaker-to-talker ratios (dB) the wake word is said at.")
     parser.add_argument("--callgrind-runs", type=int, default=1)
     parser.add_argument("--callgrind-seconds", type=float, default=20, help="How long callgrind counts (0: no callgrind).")
     parser.add_argument("--no-wyoming", dest="wyoming", action="store_false", help="Measure ours alone.")
@@ -1594,7 +1595,7 @@ def main():
             echo.prepare()
             echo.erle(args.echo_runs)
             if args.barge_trials > 0:
-                for ratio in (6, 0, 12):
+                for ratio in [int(r) for r in args.barge_ratios.split(",")]:
                     print(f"wake words over an answer at {ratio} dB…", file=sys.stderr, flush=True)
                     echo.barge_in(ratio, args.barge_trials if ratio == 6 else max(1, args.barge_trials // 2))
         if args.trips > 0:

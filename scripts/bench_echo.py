@@ -54,6 +54,7 @@ class EchoRoom:
         self.thread.start()
 
     def say(self, samples):
+        """`samples`: an array of 16-bit samples."""
         with self.lock:
             self.talker.extend(samples)
 
@@ -116,8 +117,8 @@ class EchoBench:
             subprocess.run(["sox", "-n", "-r", "16000", "-c", "1", "-b", "16", notes[-1], "synth", "0.5"]
                            + [x for n in chord for x in ("pluck", n)] + ["vol", "0.3"], check=True)
         subprocess.run(["sox"] + notes + [b.path("tones16.wav")], check=True)
-        self.wake = self.bench.speech("okay nabu", "echo-wake", 0.3, 0.3)
-        self.question = self.bench.speech("what is the weather like", "echo-q", 0.3, 2)
+        self.wake = array.array("h", self.bench.speech("okay nabu", "echo-wake", 0.3, 0.3))
+        self.question = array.array("h", self.bench.speech("what is the weather like", "echo-q", 0.3, 2))
         # The echo's level at the microphone, from the same room offline.
         subprocess.run(["sox", b.path("answer16.wav")] + RAW + [b.path("answer-echo.raw")] + ROOM, check=True)
         self.echo_rms = rms(array.array("h", open(b.path("answer-echo.raw"), "rb").read()))
@@ -156,9 +157,12 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
         try:
             b.await_notify(notify, daemon, "READY=1", 10)
             b.await_log(log, "Connected to the server's /listen.", daemon, 15)
-            room.say(self.question)
             ctl = b.procs.start([os.path.join(b.bin, "parlourctl"), "--json", "listen"], env=env,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            # The room goes on whether or not anyone listens: the question is said once the turn does.
+            if not self.await_count(log, "State listening.", 1, daemon, 15):
+                raise self.error(f"echo run {number}: the turn did not start; see {log} (--keep)")
+            room.say(self.question)
             if not self.await_count(log, "State speaking.", 1, daemon, 30):
                 raise self.error(f"echo run {number}: the answer did not play; see {log} (--keep)")
             control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -221,7 +225,7 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
             "input": mic, "output": speaker, "leadingSilenceMs": 1500}})
         daemon, notify, _ = b.start_daemon(d, env)
         log = os.path.join(d, "daemon.log")
-        wake = array.array("h", self.wake)
+        wake = self.wake
         gain = self.echo_rms / max(1.0, rms(wake[4800:-4800])) / 10 ** (ratio_db / 20)
         quiet = array.array("h", [max(-32768, min(32767, int(s * gain))) for s in wake])
         detected = 0
@@ -231,7 +235,7 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
             for trial in range(trials):
                 wakes = open(log).read().count("Heard the wake word")
                 speaking = open(log).read().count("State speaking.")
-                room.say(array.array("h", self.wake) + array.array("h", self.question))
+                room.say(self.wake + self.question)
                 if not self.await_count(log, "State speaking.", speaking + 1, daemon, 30):
                     raise self.error(f"barge-in trial {trial}: the answer did not play; see {log} (--keep)")
                 room.say(array.array("h", [0] * 40000) + quiet)
@@ -251,4 +255,7 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
             after = [s for s in stopped if s >= ns]
             if after and after[0] - ns < 2e9:
                 self.fig["barge_stop_ms"].samples.append((after[0] - ns) / 1e6)
-        self.fig[f"barge_rate_{ratio_db}"].samples.append(detected / trials)
+        key = f"barge_rate_{ratio_db}"
+        if key in self.fig:
+            self.fig[key].samples.append(detected / trials)
+        self.bench.notes.append(f"Wake word over an answer, echo {ratio_db} dB over the talker: {detected} of {trials}.")

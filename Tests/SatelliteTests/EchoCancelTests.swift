@@ -44,8 +44,10 @@ struct EchoCancelTests {
         let daemon = try await DaemonHarness.start(config: config, token: server.token)
         let watcher = try SocketClient(path: daemon.socket)
         await watcher.watch()
-        room.say(try Speech.recording("what is the weather like", leadingMs: 300, trailingMs: 0).samples)
         let listen = Task { try await daemon.ctl("listen") }
+        // The room goes on whether or not anyone listens: the question is said once the turn does.
+        #expect(await watcher.state("listening") != nil)
+        room.say(try Speech.recording("what is the weather like", leadingMs: 300, trailingMs: 0).samples)
         #expect(await watcher.next { $0["event"] == "state" && $0["state"] == "speaking" } != nil)
 
         let meter = try SocketClient(path: daemon.socket)
