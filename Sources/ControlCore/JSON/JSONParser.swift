@@ -180,8 +180,10 @@ private struct JSONParser {
             skipDigits()
         }
         let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<at]), as: UTF8.self)
-        guard let number = Double(text), number.isFinite else {
-            throw invalid("the number \(text) at byte \(start + 1) is too large")
+        // Out of a Double's range either way: too large is infinite, too small is 0 from digits that are not all 0.
+        let significand = text.prefix { $0 != "e" && $0 != "E" }
+        guard let number = Double(text), number.isFinite, number != 0 || significand.allSatisfy({ $0 < "1" || $0 > "9" }) else {
+            throw invalid("the number \(text) at byte \(start + 1) is out of a double's range")
         }
         return number
     }
