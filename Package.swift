@@ -50,7 +50,7 @@ let package = Package(
         .executableTarget(name: "wakeword-bench", dependencies: ["Satellite", "SatelliteCore"], swiftSettings: strict),
 
         // What both test targets need to run tools (espeak-ng, sox, cc) safely.
-        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["ControlCore"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "SatelliteCoreTests", dependencies: ["ControlCore", "SatelliteCore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SatelliteTests", dependencies: ["Satellite", "SatelliteCore", "TestSupport"], swiftSettings: strict),
     ]
