@@ -44,7 +44,8 @@ public final class HTTPClient: Sendable {
     public func send(_ request: HTTPRequest) async throws(HTTPFailure) -> HTTPResponse {
         var request = request
         if request.addresses.isEmpty, let address = ServerAddress(request.url), !PinMoves.isAddress(address.host) {
-            request.addresses = await NameLookup.addresses(of: address.host)
+            // curl refuses a whole CURLOPT_RESOLVE entry over one scoped (fe80::…%if) address; those go.
+            request.addresses = PinMoves.pinnable(host: address.host, resolved: await NameLookup.addresses(of: address.host))
             if Task.isCancelled {
                 throw HTTPFailure(kind: .cancelled, function: "getaddrinfo", code: Int(CURLE_ABORTED_BY_CALLBACK.rawValue),
                                   detail: "cancelled while looking up \(address.host)", method: request.method,

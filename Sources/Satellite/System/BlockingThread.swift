@@ -55,9 +55,10 @@ final class BlockingThread: Sendable {
                 return !state.started
             }
             if start, !SystemThread.start(name: name, { [self] in serve() }) {
-                // No thread to be had: run it here rather than leave a continuation waiting.
+                // No thread to be had: run it here rather than leave a continuation waiting, and the
+                // jobs others queued meanwhile too (their posts are then spare; `take` finds nothing).
                 jobs.withLock { $0.started = false }
-                take()?()
+                while let job = take() { job() }
                 return
             }
             sem_post(count)
