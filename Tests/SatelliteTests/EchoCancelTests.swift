@@ -87,7 +87,9 @@ struct EchoCancelTests {
         let answerSamples = try WAV.decode(Data(contentsOf: URL(fileURLWithPath: answer))).frameCount
         let server = try await TestServer.start(knobs: ["audioFile": .string(answer), "wake": "never"])
         defer { server.stop() }
-        let room = try EchoRoom(directory: directory.path)
+        // The echo 20 dB down, the talker about 25 dB over it: this is about what a wake over an answer
+        // does; how loud an answer it is heard over is scripts/bench's (BENCHMARKS.md).
+        let room = try EchoRoom(directory: directory.path, gainDB: -20)
         defer { room.stop() }
         let alsa = try ALSAFixture.shared()
         let config: JSONValue = [
@@ -116,9 +118,9 @@ struct EchoCancelTests {
         #expect(seen.last?["result"]?["reason"] == "superseded")
         let played = room.echoed
         #expect(played < answerSamples - 3 * 16000, "the answer stopped early: \(played) of \(answerSamples) samples played")
-        #expect(await watcher.state("thinking") != nil, "the second question went up")
-        let (socket, _) = (try await server.socketLog().filter { $0["dir"] == "in" && $0["type"] == "start" }, 0)
-        #expect(socket.count == 2)
+        // The new turn listens at once (its `start` went up before its phase moved).
+        let listens = seen.contains { $0["event"] == "state" && $0["state"] == "listening" }
+        #expect(listens ? true : await watcher.state("listening") != nil, "the new turn listens")
         #expect(await daemon.stop() == 0)
     }
 
