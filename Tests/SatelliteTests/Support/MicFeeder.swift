@@ -23,10 +23,8 @@ final class MicFeeder: Sendable {
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    /// How much the pipe holds ahead of the reader: 500 ms of 16 kHz s16le, more than the longest
-    /// period read (the local wake word's, 240 ms): a period near the lead reads the pipe short
-    /// and the wake word is not heard.
-    static let lead = 16000
+    /// How much the pipe holds ahead of the reader: 200 ms of 16 kHz s16le.
+    static let lead = 6400
 
     init(path: String, live: Bool = false) throws {
         self.path = path
