@@ -38,7 +38,8 @@ enum Subprocess {
         let (ended, ending) = AsyncStream.makeStream(of: Int32.self)
         process.terminationHandler = { ending.yield($0.terminationStatus) }
         try process.run()
-        if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
+        // A program may end without reading its input (parlourctl setup with no terminal): EPIPE, not a crash.
+        if let input { try? stdin.fileHandleForWriting.write(contentsOf: Data(input.utf8)) }
         if let release { await release() }
         try? stdin.fileHandleForWriting.close()
         var status: Int32 = -1
