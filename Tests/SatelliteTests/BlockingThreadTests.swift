@@ -46,19 +46,11 @@ struct BlockingThreadTests {
 
     @Test("a slow name look-up holds up no state file or group look-up")
     func lanes() async {
-        final class Gate: Sendable { let open = Atomic<Bool>(false) }
-        let gate = Gate()
+        let gate = DispatchSemaphore(value: 0)
         #expect(await BlockingThread.lookups.run { Self.threadName() } == "lookup")
         // A look-up that waits until the local job has run: on one shared thread it would wait forever.
-        async let slowLookup: Bool = BlockingThread.lookups.run {
-            var waited = 0
-            while !gate.open.load(ordering: .relaxed) && waited < 20_000 {
-                usleep(1000)
-                waited += 1
-            }
-            return gate.open.load(ordering: .relaxed)
-        }
-        await BlockingThread.local.run { gate.open.store(true, ordering: .relaxed) }
+        async let slowLookup: Bool = BlockingThread.lookups.run { gate.wait(timeout: .now() + 20) == .success }
+        _ = await BlockingThread.local.run { gate.signal() }
         #expect(await slowLookup)
     }
 
