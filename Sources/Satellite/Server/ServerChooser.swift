@@ -43,6 +43,8 @@ public actor ServerChooser {
     private var pinnedAnswers = true
     private var searching = false
     private var searchAgain = false
+    /// Asks `run()` for the search held back; one waiting is enough.
+    private let (searchesAsked, askSearch) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     /// A change (a command, or the search's pin) is under way; the changes waiting for it, in order.
     private var changing = false
     private var queued: [CheckedContinuation<Void, Never>] = []
@@ -69,6 +71,8 @@ public actor ServerChooser {
         let events = bus.subscribe()
         await withTaskGroup(of: Void.self) { group in
             group.addTask { for await list in lists { await self.seen(list) } }
+            // A search held back by a change runs here once the change has ended.
+            group.addTask { for await _ in self.searchesAsked { await self.search() } }
             group.addTask {
                 for await event in events {
                     if case .server(let health) = event { await self.heard(health) }
@@ -332,7 +336,7 @@ public actor ServerChooser {
                 queued.removeFirst().resume()
             } else {
                 changing = false
-                if searchAgain { Task { await self.search() } }
+                if searchAgain { askSearch.yield() }
             }
         }
         return await body()
