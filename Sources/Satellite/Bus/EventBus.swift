@@ -1,7 +1,12 @@
 // One broadcast of SatelliteEvents to every subscriber. `publish` is synchronous
 // so that a C callback or an actor can publish in order without starting a task,
 // and each subscriber keeps only its newest events, so a slow `parlourctl watch`
-// cannot grow the daemon's memory.
+// cannot grow the daemon's memory. Easy to get wrong: `publish` yields under the
+// lock (that keeps the order), and a yield that wakes a subscriber takes that
+// task's status lock, which a task being cancelled holds while its stream's
+// onTermination runs; so nothing that runs on termination may take this lock
+// (it did, and both pool threads deadlocked: the daemon hung for good in a
+// shutdown or a mute). A subscriber that has gone is dropped at the next publish.
 import Synchronization
 import SatelliteCore
 
@@ -24,13 +29,9 @@ public final class EventBus: Sendable {
     /// A stream of every event published from now on; it ends when the caller stops iterating.
     public func subscribe(bufferingNewest limit: Int = 256) -> AsyncStream<SatelliteEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: SatelliteEvent.self, bufferingPolicy: .bufferingNewest(limit))
-        let key = subscribers.withLock { s in
+        subscribers.withLock { s in
             s.next += 1
             s.continuations[s.next] = continuation
-            return s.next
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.subscribers.withLock { $0.continuations.removeValue(forKey: key) }
         }
         return stream
     }
@@ -39,7 +40,9 @@ public final class EventBus: Sendable {
     public func publish(_ event: SatelliteEvent) {
         for tap in taps { tap(event) }
         subscribers.withLock { s in
-            for continuation in s.continuations.values { continuation.yield(event) }
+            for (key, continuation) in s.continuations {
+                if case .terminated = continuation.yield(event) { s.continuations.removeValue(forKey: key) }
+            }
         }
     }
 
