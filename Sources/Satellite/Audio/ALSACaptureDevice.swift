@@ -2,7 +2,11 @@
 // otherwise). The audio thread (AudioEngine) reads it when poll says a period
 // is ready and yields the chunk in that same wake-up. Easy to get wrong: a stop
 // wakes the audio thread (no data may come), and the handle is closed by that
-// thread alone, once.
+// thread alone, once. And a stream's onTermination takes no lock that is held
+// while a chunk is yielded: the yield wakes the consumer's task, which needs
+// that task's status lock, held by whoever is cancelling it while onTermination
+// runs (a mute cancelling the stream's reader deadlocked the audio thread and a
+// pool thread so).
 // The consumer can hand the device on (`detach`, then `attach`) without closing
 // it: the local wake word gives the turn it starts the audio from the moment of
 // the wake, none lost to closing and reopening the device.
@@ -43,6 +47,8 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
     private let listeners = Mutex<[Int: AsyncStream<CaptureChunk>.Continuation]>([:])
     /// Who gets the chunks: the consumer's stream, or (detached) a backlog for the next one.
     private let consumer = Mutex(Consumer.none)
+    /// The attached consumer's id (-1 for none), set with `consumer`, for its onTermination to read without the lock.
+    private let consumerID = Atomic<Int>(-1)
 
     private enum Consumer {
         case none
@@ -112,14 +118,13 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
     /// Makes `continuation` the consumer; its stream ending (the consumer gone) stops the device,
     /// unless it was detached first.
     private func consume(_ continuation: AsyncStream<CaptureChunk>.Continuation, id: Int) {
-        consumer.withLock { $0 = .attached(id: id, continuation) }
+        consumer.withLock { c in
+            c = .attached(id: id, continuation)
+            consumerID.store(id, ordering: .relaxed)
+        }
         continuation.onTermination = { [weak self] _ in
-            guard let self else { return }
-            let current = self.consumer.withLock { c in
-                if case .attached(let now, _) = c { return now == id }
-                return false
-            }
-            if current { self.stop() }
+            guard let self, self.consumerID.load(ordering: .relaxed) == id else { return }
+            self.stop()
         }
     }
 
@@ -129,6 +134,7 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
         let old: AsyncStream<CaptureChunk>.Continuation? = consumer.withLock { c in
             guard case .attached(_, let continuation) = c else { return nil }
             c = .waiting(first.map { [$0] } ?? [])
+            consumerID.store(-1, ordering: .relaxed)
             return continuation
         }
         old?.finish()
@@ -260,7 +266,8 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
                         }
                     }
                     if dropped { overrunCount.add(1, ordering: .relaxed) }
-                    listeners.withLock { for listener in $0.values { listener.yield(.samples(chunk)) } }
+                    // Out of the lock, which a copy's onTermination takes (see the top).
+                    for listener in listeners.withLock({ Array($0.values) }) { listener.yield(.samples(chunk)) }
                     filled = 0
                 }
                 continue
@@ -288,7 +295,10 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
         snd_pcm_close(pcm)
         if let failure { onFailure?(failure) }
         let last: AsyncStream<CaptureChunk>.Continuation? = consumer.withLock { c in
-            defer { c = .none }
+            defer {
+                c = .none
+                consumerID.store(-1, ordering: .relaxed)
+            }
             if case .attached(_, let continuation) = c { return continuation }
             return nil
         }
