@@ -1,0 +1,54 @@
+// The bus against cancellation: a subscriber's task cancelled while another
+// thread publishes to it. Both used to take the bus's lock and the subscriber's
+// task status lock in opposite orders, and the daemon hung for good (gdb showed
+// both of Swift's pool threads waiting on each other, after a SIGTERM that came
+// as a socket opened). The publisher here is a thread of its own, so a deadlock
+// stops only it and the cancelling test task, and the time limit still reports it.
+@testable import Satellite
+import SatelliteCore
+import Synchronization
+import Testing
+
+@Suite("The event bus", .timeLimit(.minutes(1)))
+struct EventBusTests {
+    final class Counters: Sendable {
+        let stop = Atomic<Bool>(false)
+        let published = Atomic<Int>(0)
+        let stopped = Atomic<Bool>(false)
+    }
+
+    @Test("subscribers cancelled while a thread publishes to them: every one ends, and publishing goes on")
+    func cancelWhilePublishing() async {
+        let bus = EventBus()
+        let counters = Counters()
+        let started = SystemThread.start(name: "publisher") {
+            while !counters.stop.load(ordering: .relaxed) {
+                bus.notice(.debug, "tick")
+                counters.published.add(1, ordering: .relaxed)
+            }
+            counters.stopped.store(true, ordering: .relaxed)
+        }
+        #expect(started)
+        for _ in 0..<2000 {
+            let events = bus.subscribe(bufferingNewest: 1)
+            let heard = Flag()
+            // Waits in next() between events, which is where a cancel meets the publisher's yield.
+            let subscriber = Task { [events] in
+                for await _ in events { heard.value.store(true, ordering: .relaxed) }
+            }
+            while !heard.value.load(ordering: .relaxed) { await Task.yield() }
+            subscriber.cancel()
+            await subscriber.value
+        }
+        // The bus still hands events on, to a subscriber of now.
+        var after = bus.subscribe(bufferingNewest: 1).makeAsyncIterator()
+        #expect(await after.next() == .notice(.debug, "tick", fields: [:]))
+        counters.stop.store(true, ordering: .relaxed)
+        while !counters.stopped.load(ordering: .relaxed) { await Task.yield() }
+        #expect(counters.published.load(ordering: .relaxed) > 2000)
+    }
+
+    final class Flag: Sendable {
+        let value = Atomic<Bool>(false)
+    }
+}
