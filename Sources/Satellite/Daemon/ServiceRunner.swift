@@ -149,7 +149,8 @@ public struct ServiceRunner: Sendable {
             stopping: for index in running.sorted(by: >) {
                 switch services[index].stop {
                 case .cancel: gates[index].finish()
-                case .ask(let stop): await stop()
+                // Asked in a task of its own, so that a stop that never returns still meets the deadline below.
+                case .ask(let stop): group.addTask { await stop() }
                 }
                 while let event = await events.next() {
                     switch event {
