@@ -89,6 +89,8 @@ struct CueSoundTests {
         #expect(abs(Speech.crossingsPerSecond(answer) - 600) < 30, "then the answer, and no done sound")
 
         // What was said over the sound reached the server whole: first and last loud frames as far apart as the speech.
+        // Where the speech starts in the upload is not asserted: that is when this test wrote it after seeing
+        // `listening`, which a loaded machine delays (a CI run had it 800 ms in).
         let heard: JSONValue?
         if transport == "record" {
             heard = try await server.requests().last { $0["path"] == "/voice" }
@@ -98,7 +100,6 @@ struct CueSoundTests {
         let first = try #require(heard?["firstLoudMs"]?.numberValue)
         let last = try #require(heard?["lastLoudMs"]?.numberValue)
         let spoken = Double(speech.speechEndMs - speech.speechStartMs)
-        #expect(first < 600, "speech starts \(first) ms into the upload")
         #expect(last - first > spoken - 300, "\(last - first) ms between the first and last loud frames, of \(spoken) ms spoken")
         #expect(await daemon.stop() == 0)
     }
