@@ -37,12 +37,13 @@ struct EventBusTests {
         #expect(started)
         for _ in 0..<200 {
             let events = bus.subscribe(bufferingNewest: 1)
-            let heard = Flag()
+            let (heard, hears) = AsyncStream.makeStream(of: Void.self)
             // Waits in next() between events, which is where a cancel meets the publisher's yield.
             let subscriber = Task { [events] in
-                for await _ in events { heard.value.store(true, ordering: .relaxed) }
+                for await _ in events { hears.yield() }
             }
-            while !heard.value.load(ordering: .relaxed) { await Task.yield() }
+            // Awaited, not spun on: a spinning test task held one of the pool's two threads.
+            for await _ in heard { break }
             subscriber.cancel()
             await subscriber.value
         }
@@ -52,9 +53,5 @@ struct EventBusTests {
         counters.stop.store(true, ordering: .relaxed)
         while !counters.stopped.load(ordering: .relaxed) { await Task.yield() }
         #expect(counters.published.load(ordering: .relaxed) > 200)
-    }
-
-    final class Flag: Sendable {
-        let value = Atomic<Bool>(false)
     }
 }
