@@ -51,15 +51,21 @@ struct CaptureSinkTests {
         // Sample i is i·7 (wrapping): 7 is odd, so each of the 64000 values names its place in the file.
         try alsa.writeRaw((0..<64000).map { Int16(truncatingIfNeeded: $0 * 7) }, to: infile)
         func place(_ sample: Int16) -> Int { Int(UInt16(bitPattern: sample) &* 28087) } // 7 · 28087 ≡ 1 (mod 2^16)
-        let capture = AudioCapture(device: alsa.microphone(infile: infile), bus: EventBus())
+        // The device itself, not AudioCapture, so that its overruns can be read (below).
+        let device = try ALSACaptureDevice.open(device: alsa.microphone(infile: infile), periodFrames: 960)
         // At the fifth period it keeps the period's second half for the next consumer, as a wake does.
         let sink = TestSink(at: 5) { .handOver(keeping: Array($0[480...])) }
-        _ = try await capture.open(periodFrames: 960, into: sink)
+        _ = device.feed(sink)
         var ends = sink.ends.makeAsyncIterator()
         #expect(await ends.next() == .handedOver)
+        #expect(device.isHandedOver)
         // Not synchronisation: a few periods pass before the next consumer comes, as a turn's cue plays.
         try await Task.sleep(for: .milliseconds(200))
-        var second = try await capture.open(periodFrames: 320).makeAsyncIterator()
+        guard let attached = device.attach() else {
+            Issue.record("the device handed over could not be attached")
+            return
+        }
+        var second = attached.makeAsyncIterator()
         guard case .samples(let kept)? = await second.next(), case .samples(let next)? = await second.next() else {
             Issue.record("the next consumer got no sound")
             return
@@ -69,11 +75,15 @@ struct CaptureSinkTests {
         #expect(heard.threads == ["audio"], "heard on the audio thread, in the wake-up that read the period")
         #expect(kept == Array(heard.periods[4][480...]), "what the sink kept comes first")
         #expect(next.count == 960, "the device kept its period: it was not reopened")
-        // The very next sample (unless a loaded machine made the paced card overrun: it then gives silence).
-        if let last = kept.last, let first = next.first, !next.allSatisfy({ $0 == 0 }) {
+        // The very next sample, unless the card overran: a loaded machine can starve the audio thread
+        // for a whole buffer, as on a real card, and the file plugin then no longer lines its infile up
+        // with the periods (AudioCaptureTests says the same). An overrun is counted, so the check holds
+        // whenever it can be judged.
+        if device.overruns == 0, let last = kept.last, let first = next.first {
             #expect(place(first) == place(last) + 1, "no period lost at the hand-over: \(place(last)) then \(place(first))")
         }
-        await capture.close()
+        device.stop()
+        await device.closed()
     }
 
     @Test("a sink that says stop closes the device, and hears its end once", arguments: [false, true])

@@ -54,7 +54,8 @@ struct StreamTests {
         _ = await watcher.state("idle")
 
         // The server got the room as binary audio, then spoke only after the whole WAV had played.
-        let log = try await server.socketLog()
+        // `spoke` is sent as the satellite goes idle, so it may still be on its way: the log waits for it.
+        let log = try await server.socketLog(until: "spoke")
         let binaries = log.filter { $0["dir"] == "in" && $0["kind"] == "binary" }
         #expect(binaries.count > 10)
         #expect(binaries.allSatisfy { $0["bytes"] == 2560 }, "80 ms messages")
