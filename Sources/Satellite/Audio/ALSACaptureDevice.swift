@@ -135,7 +135,7 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
     }
 
     /// Audio lost so far: overruns ALSA recovered from (the thread fell a whole buffer
-    /// behind), and chunks dropped because the consumer fell two seconds behind.
+    /// behind), and chunks dropped because the consumer (or the next one, after a hand-over) fell two seconds behind.
     public var overruns: Int { overrunCount.load(ordering: .relaxed) }
 
     /// Has the audio thread read the device and returns its chunks. The stream ends after `stop()`,
@@ -338,9 +338,11 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
                             return (false, sink)
                         case .waiting(var backlog):
                             backlog.append(chunk)
-                            if backlog.count > chunkBound { backlog.removeFirst() }
+                            // The next consumer is two seconds late: the oldest is lost, and counted so.
+                            let over = backlog.count > chunkBound
+                            if over { backlog.removeFirst() }
                             c = .waiting(backlog)
-                            return (false, nil)
+                            return (over, nil)
                         case .none:
                             return (false, nil)
                         }
