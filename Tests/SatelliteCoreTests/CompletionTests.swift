@@ -7,7 +7,7 @@ import TestSupport
 @testable import ControlCore
 @testable import SatelliteCore
 
-@Suite("bash completion")
+@Suite("bash completion", .offThePool)
 struct CompletionTests {
     static let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../../packaging/bash-completion/parlourctl").standardized.path

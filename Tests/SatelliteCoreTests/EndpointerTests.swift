@@ -208,7 +208,7 @@ struct EndpointerTests {
     }
 }
 
-@Suite("endpointing real speech", .timeLimit(.minutes(1)))
+@Suite("endpointing real speech", .timeLimit(.minutes(1)), .offThePool)
 struct EndpointerSpeechTests {
     struct Condition: Sendable, CustomTestStringConvertible {
         var text = "turn off the kitchen lights, and tell me what the weather will be like tomorrow"

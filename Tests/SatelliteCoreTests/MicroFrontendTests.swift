@@ -38,7 +38,7 @@ enum FrontendClip: String, CaseIterable, Sendable {
     }
 }
 
-@Suite struct MicroFrontendTests {
+@Suite(.offThePool) struct MicroFrontendTests {
     @Test(arguments: FrontendClip.allCases)
     func featuresEqualPymicroFeatures(_ clip: FrontendClip) throws {
         let samples = try clip.samples()

@@ -7,7 +7,7 @@ import TestSupport
 @testable import ControlCore
 @testable import SatelliteCore
 
-@Suite struct WakeWordManifestTests {
+@Suite(.offThePool) struct WakeWordManifestTests {
     static let shipped: [(name: String, wakeWord: String, cutoff: Double)] = [
         ("okay_nabu", "Okay Nabu", 0.85), ("hey_jarvis", "Hey Jarvis", 0.97),
         ("alexa", "Alexa", 0.9), ("hey_mycroft", "Hey Mycroft", 0.95),

@@ -54,7 +54,8 @@ struct StreamTests {
         _ = await watcher.state("idle")
 
         // The server got the room as binary audio, then spoke only after the whole WAV had played.
-        let log = try await server.socketLog()
+        // `spoke` is sent as the satellite goes idle, so it may still be on its way: the log waits for it.
+        let log = try await server.socketLog(until: "spoke")
         let binaries = log.filter { $0["dir"] == "in" && $0["kind"] == "binary" }
         #expect(binaries.count > 10)
         #expect(binaries.allSatisfy { $0["bytes"] == 2560 }, "80 ms messages")
@@ -180,6 +181,18 @@ struct StreamTests {
         // The server answered the push turn, not a wake word.
         #expect(Self.events(log, "wake").isEmpty)
         #expect(try await server.requests().filter { $0["path"] == "/listen" }.count == 1)
+
+        // Once the turn is over the room goes up again (from the audio thread, ListenSink, routed as
+        // the turn moves): the same question said into it wakes the server.
+        #expect(await watcher.next { $0["event"] == "heard" } != nil, "the push turn's own heard")
+        _ = await watcher.state("idle")
+        daemon.room?.say(try await Speech.raw(Self.question, before: 0.3, after: 1.5))
+        let heard = await watcher.next { $0["event"] == "heard" }
+        #expect(heard?["heard"] == "turn off the kitchen lights")
+        let after = try await server.socketLog()
+        #expect(Self.events(after, "wake").count == 1, "the server's wake word, on the room")
+        let sent = after.filter { $0["dir"] == "in" && $0["kind"] == "binary" }
+        #expect(sent.allSatisfy { $0["bytes"] == 2560 }, "80 ms messages, the push turn's and the room's")
         #expect(await daemon.stop() == 0)
     }
 

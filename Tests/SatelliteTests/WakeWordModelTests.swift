@@ -23,7 +23,7 @@ enum WakeWordFiles {
     }
 }
 
-@Suite struct WakeWordModelTests {
+@Suite(.offThePool) struct WakeWordModelTests {
     @Test func theShippedModelsLoadWithTheTensorsTheFrontEndFeeds() throws {
         let library = try WakeWordFiles.openLibrary()
         #expect(library.versionText.hasPrefix("2."))
@@ -150,7 +150,7 @@ struct WakeWordClip: CustomStringConvertible {
     }
 }
 
-@Suite struct WakeWordAgreementTests {
+@Suite(.offThePool) struct WakeWordAgreementTests {
     /// The satellite's averaged probabilities, one each model step, for a clip.
     static func probabilities(_ samples: [Int16], model: WakeWordModel) throws -> [Double] {
         var frontend = MicroFrontend()

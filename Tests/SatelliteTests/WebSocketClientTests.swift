@@ -63,7 +63,7 @@ struct WebSocketClientTests {
         #expect(await reader.nextMessage() == .state(.thinking, text: "turn off the kitchen lights"))
         #expect(await reader.nextMessage() == .state(.speaking, text: nil))
         #expect(await reader.nextMessage() == .reply(text: "The lights are off.", via: "local"))
-        guard case .binary(let wav) = await reader.next() else {
+        guard case .binary(let wav) = await reader.nextSkippingPongs() else {
             Issue.record("the reply was not followed by a binary message")
             return
         }
@@ -73,7 +73,7 @@ struct WebSocketClientTests {
 
         #expect(client.sendText(ListenCommand.spoke.text))
         client.close()
-        #expect(await reader.next() == .closed(code: 1000, reason: "closed by this side"))
+        #expect(await reader.nextSkippingPongs() == .closed(code: 1000, reason: "closed by this side"))
 
         // The server read everything before the close frame, in order.
         let received = try await server.socketLog().filter { $0["dir"] == "in" }

@@ -182,6 +182,8 @@ class Log:
         self.requests: list[dict[str, Any]] = []
         self.socket: list[dict[str, Any]] = []
         self.dropped = 0
+        # Woken at every socket entry, for GET /_test/log?until=TYPE.
+        self.changed = asyncio.Condition()
 
     def now(self) -> float:
         return round((time.monotonic() - self.started) * 1000, 1)
@@ -198,7 +200,23 @@ class Log:
         entry = {"t": self.now(), **entry}
         self._append(self.socket, entry)
         self.write(entry)
+        asyncio.get_running_loop().create_task(self._notify())
         return entry
+
+    async def _notify(self) -> None:
+        async with self.changed:
+            self.changed.notify_all()
+
+    async def until(self, kind: str, seconds: float) -> bool:
+        """Waits until the satellite has sent a text message of type `kind`; False after `seconds`."""
+        def seen() -> bool:
+            return any(e.get("dir") == "in" and e.get("type") == kind for e in self.socket)
+        async with self.changed:
+            try:
+                await asyncio.wait_for(self.changed.wait_for(seen), seconds)
+                return True
+            except asyncio.TimeoutError:
+                return False
 
     def write(self, entry: dict[str, Any]) -> None:
         if self.path:
@@ -1279,7 +1297,12 @@ class TestServer:
             self.admin = Admin()
             return json_response(200, self.knobs)
         if route == "GET /_test/log":
+            # ?until=TYPE answers once the satellite has sent a message of that type (or after 15 s, within a client's 20 s,
+            # with "until": false): a test waits for a message in flight instead of polling.
+            until = request.query.get("until")
+            found = await self.log.until(until, 15) if until else None
             return json_response(200, {
+                **({"until": found} if until else {}),
                 "server": {"name": self.name, "port": self.port, "tokenRequired": bool(self.token), "restarts": self.restarts},
                 "requests": self.log.requests,
                 "socket": self.log.socket,

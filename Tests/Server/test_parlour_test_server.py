@@ -443,6 +443,24 @@ def test_push_round_trip(port):
     assert utterance["firstLoudMs"] is not None
 
 
+def test_log_until_waits_for_a_message_in_flight(port):
+    async def go():
+        async with aiohttp.ClientSession() as session:
+            async with session.ws_connect(socket_url(port)) as ws:
+                await receive_until(ws, lambda m: True)
+                # Asked before the message is sent: the answer waits for it.
+                waiting = asyncio.create_task(session.get(f"http://127.0.0.1:{port}/_test/log?until=cancel"))
+                await asyncio.sleep(0.2)  # not synchronisation: the ask must be waiting when the message comes
+                assert not waiting.done()
+                await ws.send_str('{"type":"cancel"}')
+                async with await waiting as response:
+                    return await response.json()
+
+    log = run(go())
+    assert log["until"] is True
+    assert [e.get("type") for e in log["socket"] if e["dir"] == "in" and e["kind"] == "text"] == ["cancel"]
+
+
 def test_push_with_nothing_heard_is_thinking_then_idle(port):
     async def go():
         async with aiohttp.ClientSession() as session:

@@ -7,9 +7,12 @@
 // that task's status lock, held by whoever is cancelling it while onTermination
 // runs (a mute cancelling the stream's reader deadlocked the audio thread and a
 // pool thread so).
-// The consumer can hand the device on (`detach`, then `attach`) without closing
-// it: the local wake word gives the turn it starts the audio from the moment of
-// the wake, none lost to closing and reopening the device.
+// The consumer is a stream, or a sink that hears each period on the audio
+// thread in the wake-up that read it (the local wake word: no hop through
+// Swift's pool a period). The consumer can hand the device on (`detach`, or a
+// sink's `.handOver`, then `attach`) without closing it: the local wake word
+// gives the turn it starts the audio from the moment of the wake, none lost to
+// closing and reopening the device.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -24,6 +27,45 @@ public enum CaptureChunk: Sendable, Equatable {
     case samples([Int16])
     /// The device failed for good (unplugged, I/O error); the stream ends after this.
     case failed(ALSAError)
+}
+
+/// A consumer that hears each period on the audio thread, in the wake-up that read it. It must not
+/// block: no actor, no lock held for long, no I/O; a slow sink delays the speaker and the microphone.
+public protocol CaptureSink: AnyObject, Sendable {
+    /// One period of interleaved samples, in order; on the audio thread. Says what the device does next.
+    func heard(_ samples: [Int16]) -> CaptureSinkVerdict
+    /// The device feeds this sink no more; once, after its last `heard`, on the audio thread.
+    func ended(_ how: CaptureSinkEnd)
+}
+
+/// What a sink wants after a period.
+public enum CaptureSinkVerdict: Sendable, Equatable {
+    /// The next period, please.
+    case more
+    /// Stop: the device closes, as when a stream's consumer stops iterating.
+    case stop
+    /// Keep reading for the next `attach()`, whose stream begins with `first` and what is heard from
+    /// now on (as `detach(keeping:)`), with no period lost between.
+    case handOver(keeping: [Int16]?)
+}
+
+/// Why a sink is fed no more.
+public enum CaptureSinkEnd: Sendable, Equatable {
+    /// It asked for `.handOver`: the device reads on for the next consumer.
+    case handedOver
+    /// It asked to stop, its feed was ended, or the device was stopped (closed, muted).
+    case stopped
+    /// The device failed for good (unplugged, I/O error).
+    case failed(ALSAError)
+}
+
+/// A sink's hold on the device (`feed`): `end()` stops the device unless the sink handed it over.
+public struct CaptureFeed: Sendable {
+    fileprivate let device: ALSACaptureDevice
+    fileprivate let sink: any CaptureSink
+
+    /// Stops the device if this sink is still its consumer; the sink hears `ended(.stopped)`.
+    public func end() { device.unfeed(sink) }
 }
 
 /// One open capture PCM and the thread that reads it.
@@ -53,6 +95,7 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
     private enum Consumer {
         case none
         case attached(id: Int, AsyncStream<CaptureChunk>.Continuation)
+        case sink(any CaptureSink)
         case waiting([[Int16]])
     }
 
@@ -92,7 +135,7 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
     }
 
     /// Audio lost so far: overruns ALSA recovered from (the thread fell a whole buffer
-    /// behind), and chunks dropped because the consumer fell two seconds behind.
+    /// behind), and chunks dropped because the consumer (or the next one, after a hand-over) fell two seconds behind.
     public var overruns: Int { overrunCount.load(ordering: .relaxed) }
 
     /// Has the audio thread read the device and returns its chunks. The stream ends after `stop()`,
@@ -115,6 +158,32 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
         return stream
     }
 
+    /// Has the audio thread read the device and hand each period to `sink` there. Only the first call
+    /// (of this or `frames()`) starts anything; a later one ends `sink` (`.stopped`) at once.
+    /// `onFailure` runs on the audio thread before the sink hears `ended(.failed)`.
+    public func feed(_ sink: any CaptureSink, onFailure: (@Sendable (ALSAError) -> Void)? = nil) -> CaptureFeed {
+        let first = life.withLock { life in
+            defer { life.started = true }
+            return !life.started && !life.closed
+        }
+        guard first else {
+            sink.ended(.stopped)
+            return CaptureFeed(device: self, sink: sink)
+        }
+        consumer.withLock { $0 = .sink(sink) }
+        self.onFailure = onFailure
+        engine.attach(self)
+        return CaptureFeed(device: self, sink: sink)
+    }
+
+    fileprivate func unfeed(_ sink: any CaptureSink) {
+        let current = consumer.withLock { c in
+            if case .sink(let now) = c { return now === sink }
+            return false
+        }
+        if current { stop() }
+    }
+
     /// Makes `continuation` the consumer; its stream ending (the consumer gone) stops the device,
     /// unless it was detached first.
     private func consume(_ continuation: AsyncStream<CaptureChunk>.Continuation, id: Int) {
@@ -129,7 +198,8 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
     }
 
     /// Ends the consumer's stream but keeps the device reading: what it hears waits (the newest two
-    /// seconds, after `first`) for `attach()`. False when the device is closed or has no consumer.
+    /// seconds, after `first`) for `attach()`. False when the device is closed or its consumer is not
+    /// a stream (a sink hands over itself, on the audio thread).
     public func detach(keeping first: [Int16]? = nil) -> Bool {
         let old: AsyncStream<CaptureChunk>.Continuation? = consumer.withLock { c in
             guard case .attached(_, let continuation) = c else { return nil }
@@ -139,6 +209,14 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
         }
         old?.finish()
         return old != nil
+    }
+
+    /// Detached (or handed over by its sink) and reading for the next `attach()`.
+    public var isHandedOver: Bool {
+        consumer.withLock { c in
+            if case .waiting = c { return true }
+            return false
+        }
     }
 
     /// A new consumer for a detached device: its stream begins with what was heard since `detach()`.
@@ -251,24 +329,30 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
                 filled += got
                 if filled == periodFrames {
                     if processes { engine.microphoneRead(&chunk, pcm: pcm) }
-                    let dropped: Bool = consumer.withLock { c in
+                    let (dropped, sink): (Bool, (any CaptureSink)?) = consumer.withLock { c in
                         switch c {
                         case .attached(_, let continuation):
-                            if case .dropped = continuation.yield(.samples(chunk)) { return true }
-                            return false
+                            if case .dropped = continuation.yield(.samples(chunk)) { return (true, nil) }
+                            return (false, nil)
+                        case .sink(let sink):
+                            return (false, sink)
                         case .waiting(var backlog):
                             backlog.append(chunk)
-                            if backlog.count > chunkBound { backlog.removeFirst() }
+                            // The next consumer is two seconds late: the oldest is lost, and counted so.
+                            let over = backlog.count > chunkBound
+                            if over { backlog.removeFirst() }
                             c = .waiting(backlog)
-                            return false
+                            return (over, nil)
                         case .none:
-                            return false
+                            return (false, nil)
                         }
                     }
                     if dropped { overrunCount.add(1, ordering: .relaxed) }
                     // Out of the lock, which a copy's onTermination takes (see the top).
                     for listener in listeners.withLock({ Array($0.values) }) { listener.yield(.samples(chunk)) }
                     filled = 0
+                    // Outside the lock: the sink's work (the wake word's engine) holds up no other thread.
+                    if let sink, !hand(chunk, to: sink) { return end(nil) }
                 }
                 continue
             }
@@ -289,22 +373,41 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
         }
     }
 
+    /// One period to the sink; false when it asked to stop (and is still the consumer).
+    private func hand(_ samples: [Int16], to sink: any CaptureSink) -> Bool {
+        let verdict = sink.heard(samples)
+        if verdict == .more { return true }
+        let applies = consumer.withLock { c in
+            guard case .sink(let now) = c, now === sink else { return false }
+            if case .handOver(let first) = verdict { c = .waiting(first.map { [$0] } ?? []) }
+            return true
+        }
+        guard applies else { return true }
+        if verdict == .stop { return false }
+        sink.ended(.handedOver)
+        return true
+    }
+
     /// Closes the device, tells of `failure` and ends the stream; false, for the engine to let go.
     private func end(_ failure: ALSAError?) -> Bool {
         snd_pcm_drop(pcm)
         snd_pcm_close(pcm)
         if let failure { onFailure?(failure) }
-        let last: AsyncStream<CaptureChunk>.Continuation? = consumer.withLock { c in
+        let (last, sink): (AsyncStream<CaptureChunk>.Continuation?, (any CaptureSink)?) = consumer.withLock { c in
             defer {
                 c = .none
                 consumerID.store(-1, ordering: .relaxed)
             }
-            if case .attached(_, let continuation) = c { return continuation }
-            return nil
+            switch c {
+            case .attached(_, let continuation): return (continuation, nil)
+            case .sink(let sink): return (nil, sink)
+            case .waiting, .none: return (nil, nil)
+            }
         }
         if let failure { last?.yield(.failed(failure)) }
         markClosed()
         last?.finish()
+        sink?.ended(failure.map { .failed($0) } ?? .stopped)
         return false
     }
 

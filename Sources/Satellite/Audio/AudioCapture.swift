@@ -4,8 +4,9 @@
 // broken probes it with back-off. Frames go to the one consumer, never the bus.
 // Muted, it does not open the device at all, not even to probe it: the device
 // is released so that another program may have it. The local wake word hands
-// the open device to the turn it starts (`handOver`): the next `open()` takes it
-// as it is, with what it heard meanwhile, so no word after the wake is lost.
+// the open device to the turn it starts (its sink's `.handOver`, on the audio
+// thread): the next `open()` takes it as it is, with what it heard meanwhile, so
+// no word after the wake is lost.
 import Glibc
 import SatelliteCore
 
@@ -19,8 +20,6 @@ public actor AudioCapture {
     /// The device opened last, open or not: a mute waits until even one being closed is released.
     private var last: ALSACaptureDevice?
     private var muted: Bool
-    /// The open device was handed over and waits for the next `open()`.
-    private var handedOver = false
 
     /// `retry` is the back-off between probes of a broken device.
     public init(device: String, bus: EventBus, retry: Backoff = Backoff(first: .seconds(1), cap: .seconds(30)),
@@ -39,14 +38,30 @@ public actor AudioCapture {
     /// stops iterating, on `close()`, or after a `.failed` chunk (then retries begin).
     /// `periodFrames` is the chunk ALSA is asked for: each one is a wake-up of the capture
     /// thread and a hop to the consumer, so a consumer that judges longer stretches asks for longer.
-    /// After `handOver()`, it takes the device still open, with its period, instead.
+    /// After a hand-over (`handOver()`, or a sink's), it takes the device still open, with its period, instead.
     public func open(periodFrames: Int = 320) async throws(ALSAError) -> AsyncStream<CaptureChunk> {
         // Callers do not ask while muted; one that raced a mute is refused without a word on the bus.
         if muted { throw ALSAError(function: "snd_pcm_open", code: -EPERM, device: device) }
-        if handedOver, let current {
-            handedOver = false
-            if let stream = current.attach() { return stream }
+        if let stream = current?.attach() { return stream }
+        let capture = try await openDevice(periodFrames: periodFrames)
+        return capture.frames { [weak self] error in
+            Task { await self?.captureFailed(capture, error) }
         }
+    }
+
+    /// Opens the microphone for `sink`, which hears each period on the audio thread in the wake-up
+    /// that read it (the local wake word); as `open()` otherwise, but a device handed over is
+    /// closed, not taken. The sink hears `ended` once whatever happens after this returns.
+    public func open(periodFrames: Int = 320, into sink: any CaptureSink) async throws(ALSAError) -> CaptureFeed {
+        if muted { throw ALSAError(function: "snd_pcm_open", code: -EPERM, device: device) }
+        let capture = try await openDevice(periodFrames: periodFrames)
+        return capture.feed(sink) { [weak self] error in
+            Task { await self?.captureFailed(capture, error) }
+        }
+    }
+
+    /// Closes what is open and opens the device afresh, as `current`.
+    private func openDevice(periodFrames: Int) async throws(ALSAError) -> ALSACaptureDevice {
         // Another open may slip in while this one waits for the old device to close.
         while current != nil { await close() }
         if muted { throw ALSAError(function: "snd_pcm_open", code: -EPERM, device: device) }
@@ -69,29 +84,24 @@ public actor AudioCapture {
         current = capture
         last = capture
         watch.works()
-        return capture.frames { [weak self] error in
-            Task { await self?.captureFailed(capture, error) }
-        }
+        return capture
     }
 
-    /// Ends the consumer's stream but keeps the device open and reading, for the next `open()`
-    /// (the turn a wake starts), whose stream begins with `first` (the consumer's last chunk) and
-    /// what was heard since. False when nothing was open.
+    /// Ends the consumer's stream but keeps the device open and reading, for the next `open()`,
+    /// whose stream begins with `first` (the consumer's last chunk) and what was heard since.
+    /// False when nothing was open or its consumer is a sink (which hands over itself).
     @discardableResult
     public func handOver(startingWith first: [Int16]? = nil) -> Bool {
-        guard let current, current.detach(keeping: first) else { return false }
-        handedOver = true
-        return true
+        current?.detach(keeping: first) ?? false
     }
 
     /// Closes a device handed over that nobody took (the turn never opened the microphone).
     public func dropHandOver() async {
-        if handedOver { await close() }
+        if current?.isHandedOver == true { await close() }
     }
 
     /// Closes the microphone, if open, and returns once the device is released.
     public func close() async {
-        handedOver = false
         guard let capture = current else { return }
         current = nil
         capture.stop()

@@ -12,6 +12,8 @@
 // stays open and nothing goes up; answers already on their way still play.
 // The turn's decisions are TurnMachine's (SatelliteCore, table-tested): this
 // actor is its shell for the stream transport, the socket and the devices.
+// In wake mode the room goes up from the audio thread (ListenSink), routed by
+// the machine's state; only a push turn's periods come here.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -77,6 +79,8 @@ public actor ListenStream {
     /// What this part starts (the microphone's reader, a reply playing, timers): children of `run()`.
     private let work = WorkGroup()
     private var microphone: WorkGroup.Handle?
+    /// In wake mode, the open microphone's sink, told where periods go as the machine moves.
+    private var sink: ListenSink?
     private var microphoneBusy = false
     private var microphoneRetry = Backoff(first: .seconds(1), cap: .seconds(30))
     private var microphoneRetrying = false
@@ -343,6 +347,9 @@ public actor ListenStream {
 
     /// Carries out the machine's actions in order; `audio` is the answer a `play` plays.
     private func perform(_ actions: [TurnAction], audio: PCMAudio? = nil) async {
+        // The machine has moved: the room stops now if it is to stop, and starts only after the actions.
+        routePeriods(mayOpen: false)
+        defer { routePeriods(mayOpen: true) }
         for action in actions {
             switch action {
             case .beginCapture: connection?.sendText(ListenCommand.start.text)
@@ -385,6 +392,13 @@ public actor ListenStream {
             }
         }
         reopenIfQuiet()
+    }
+
+    /// Tells the sink where the microphone's periods go: the room straight to the socket, a push turn's here.
+    private func routePeriods(mayOpen: Bool) {
+        guard let sink else { return }
+        let route = machine.periodRoute
+        sink.route(room: route == .room ? connection : nil, turn: route == .turn, mayOpen: mayOpen)
     }
 
     private func event(_ event: TurnEvent) async {
@@ -496,6 +510,7 @@ public actor ListenStream {
         while machine.wantsMicrophone != (microphone != nil) {
             if let open = microphone {
                 microphone = nil
+                sink = nil
                 open.cancel()
                 await capture.close()
                 batcher.reset()
@@ -506,7 +521,17 @@ public actor ListenStream {
                 // the wake-ups of 20 ms periods, and no later on the wire, since a message waits for
                 // its last sample either way. A push turn keeps 20 ms, so the endpointer decides sooner.
                 let period = settings.mode == .wake ? batcher.samples : 320
-                let frames = try await capture.open(periodFrames: period)
+                let frames: AsyncStream<CaptureChunk>
+                if settings.mode == .wake {
+                    // The room from the audio thread; a push turn's periods still come to `feed`.
+                    let sink = ListenSink(bound: max(4, 32000 / period))
+                    self.sink = sink
+                    routePeriods(mayOpen: true)
+                    _ = try await capture.open(periodFrames: period, into: sink)
+                    frames = sink.periods
+                } else {
+                    frames = try await capture.open(periodFrames: period)
+                }
                 microphoneRetry.reset()
                 microphone = work.start { [weak self] in
                     for await chunk in frames {
@@ -523,6 +548,7 @@ public actor ListenStream {
 
     private func microphoneFailed(_ error: ALSAError) async {
         microphone = nil
+        sink = nil
         await perform(machine.handle(.microphoneFailed(
             message: "The microphone \(error.device) failed while listening: \(error.reason).")))
         // AudioCapture reports the microphone's health; in wake mode try again with back-off.
@@ -553,10 +579,9 @@ public actor ListenStream {
         case .drop:
             // Nothing goes up while a reply plays: it would be heard as the next question.
             batcher.reset()
-        case .ignore:
+        case .ignore, .room:
+            // The room goes up from the audio thread (ListenSink); a period routed before the machine moved is let go.
             break
-        case .room:
-            if let block = batcher.add(samples) { connection?.sendBinary(block) }
         case .turn:
             guard var current = ear else { return }
             let decision = current.endpointer.feed(samples)

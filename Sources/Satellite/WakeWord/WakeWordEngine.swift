@@ -5,7 +5,7 @@
 // key and then the file and what was expected of it.
 import SatelliteCore
 
-/// Not for sharing: handed once to WakeWordService, which alone feeds it, in order.
+/// Not for sharing: handed once to WakeWordService, whose ears (WakeWordEar) alone feed it, in order, on the audio thread.
 public final class WakeWordEngine: @unchecked Sendable {
     /// As `wakeWord.model` names it.
     public let name: String

@@ -1,6 +1,7 @@
 // The satellite's own ear (`wake` `local`): while nothing else has the room
 // (WakeWordGate), the microphone is open and read and each period goes through
-// the wake word engine; nothing is sent. A wake hands the open microphone to
+// the wake word engine on the audio thread (WakeWordEar); nothing is sent. This
+// actor opens and closes the ear and hears only of wakes. A wake hands the open microphone to
 // the turn it starts, so the question from the moment of the wake goes up
 // whole, and starts that turn through the same entry as `parlourctl listen`
 // (its result goes to the journal, watch and the state hook as any turn's).
@@ -22,9 +23,10 @@ public actor WakeWordService {
     private let bus: EventBus
     private let keeper: StateKeeper
     private let startTurn: @Sendable () async -> Void
-    private var gate: WakeWordGate
-    /// The task reading the microphone, and which one (a late end of an old one is ignored).
-    private var microphone: (number: Int, task: Task<Void, Never>)?
+    /// The policy, shared with the ear on the audio thread.
+    private let gate: WakeWordEar.Gate
+    /// The ear being fed, and which one (a late end of an old one is ignored).
+    private var microphone: (number: Int, feed: CaptureFeed)?
     private var opened = 0
     private var retry = Backoff(first: .milliseconds(500), cap: .seconds(30))
     private var retrying: Task<Void, Never>?
@@ -39,18 +41,19 @@ public actor WakeWordService {
         self.bus = bus
         self.keeper = keeper
         self.startTurn = startTurn
-        self.gate = WakeWordGate(refractoryMs: refractoryMs, bargeIn: bargeIn)
+        self.gate = WakeWordEar.Gate(WakeWordGate(refractoryMs: refractoryMs, bargeIn: bargeIn))
     }
 
     /// Follows the satellite's state until cancelled.
     public func run() async {
         let events = bus.subscribe()
         bus.publish(.wakeWord(WakeWordHealth(model: engine.name, ok: true)))
-        gate.stateChanged(keeper.state)
+        let state = keeper.state
+        gate.state.withLock { $0.stateChanged(state) }
         await follow()
         for await event in events {
             guard case .state(let state, _) = event else { continue }
-            gate.stateChanged(state)
+            gate.state.withLock { $0.stateChanged(state) }
             await follow()
         }
         retrying?.cancel()
@@ -59,9 +62,11 @@ public actor WakeWordService {
 
     public func ping() -> Bool { true }
 
+    private var listens: Bool { gate.state.withLock { $0.listens } }
+
     /// Opens the ear when the gate says so, closes it when not.
     private func follow() async {
-        if gate.listens, !broken {
+        if listens, !broken {
             if microphone == nil, retrying == nil { await startReading() }
         } else {
             stopReading()
@@ -69,82 +74,58 @@ public actor WakeWordService {
     }
 
     private func startReading() async {
-        let frames: AsyncStream<CaptureChunk>
+        opened += 1
+        let number = opened
+        let ear = WakeWordEar(engine: engine, gate: gate) { [weak self] outcome in
+            Task { await self?.heard(outcome, number: number) }
+        }
+        let feed: CaptureFeed
         do {
-            frames = try await capture.open(periodFrames: Self.periodFrames)
+            feed = try await capture.open(periodFrames: Self.periodFrames, into: ear)
         } catch {
             // AudioCapture says what is wrong with the microphone; this tries again.
             retryLater()
             return
         }
-        opened += 1
-        let number = opened
-        // On the actor from the start, so a period costs one wake-up of Swift's pool, not a wake-up
-        // and then a hop onto the actor. The task holds the service until its stream ends.
-        let task = Task { await read(frames, number: number) }
-        microphone = (number, task)
+        microphone = (number, feed)
         // The state may have moved while the device opened.
-        if !gate.listens || broken { stopReading() }
+        if !listens || broken { stopReading() }
     }
 
-    private func read(_ frames: AsyncStream<CaptureChunk>, number: Int) async {
-        var failed = false
-        for await chunk in frames {
-            guard case .samples(let samples) = chunk else { failed = true; break }
-            guard await hear(samples, number: number) else { break }
-        }
-        await ended(number, failed: failed)
-    }
-
-    /// Stops reading; the device closes unless it was handed over.
+    /// Stops feeding the ear; the device closes unless it was handed over.
     private func stopReading() {
-        microphone?.task.cancel()
+        microphone?.feed.end()
         microphone = nil
     }
 
-    /// One period: false when reading should stop.
-    private func hear(_ samples: [Int16], number: Int) async -> Bool {
-        guard microphone?.number == number, gate.listens else { return false }
-        let wake: WakeWordEngine.Wake?
-        do {
-            wake = try engine.hear(samples)
-        } catch {
+    /// What ear `number` ended with: a wake, a failure, or the microphone closing.
+    private func heard(_ outcome: WakeWordEar.Outcome, number: Int) async {
+        switch outcome {
+        case .woke(let probability, let decidedAt, let resetFailed):
+            if microphone?.number == number { microphone = nil }
+            bus.publish(.wake(model: engine.name, probability: probability))
+            // When the detector decided, for scripts/bench.
+            bus.notice(.debug, "Wake word decided.", ["monotonic_ns": String(decidedAt)])
+            if let resetFailed { fail(resetFailed) }
+            Task {
+                await startTurn()
+                await self.turnEnded()
+            }
+        case .failed(let error):
+            if microphone?.number == number { microphone = nil }
             fail(error)
-            return false
+        case .ended(let failed):
+            guard microphone?.number == number else { return }
+            microphone = nil
+            if failed { retryLater() } else { retry.reset(); await follow() }
         }
-        guard let wake, gate.heard(atMs: Int64(MonotonicClock.nanoseconds() / 1_000_000)) else { return true }
-        // When the detector decided, for scripts/bench.
-        let decidedAt = MonotonicClock.nanoseconds()
-        // The turn's audio starts where the deciding frame ended, not at the top of the period.
-        let question = wake.end < samples.count ? Array(samples[wake.end...]) : nil
-        await capture.handOver(startingWith: question)
-        microphone = nil
-        bus.publish(.wake(model: engine.name, probability: wake.probability))
-        bus.notice(.debug, "Wake word decided.", ["monotonic_ns": String(decidedAt)])
-        do {
-            try engine.reset()
-        } catch {
-            fail(error)
-        }
-        Task {
-            await startTurn()
-            await self.turnEnded()
-        }
-        return false
     }
 
     private func turnEnded() async {
-        gate.turnEnded()
+        gate.state.withLock { $0.turnEnded() }
         // A turn that never opened the microphone (refused at once) leaves it handed over.
         await capture.dropHandOver()
         await follow()
-    }
-
-    /// The microphone's stream ended: closed by another consumer, muted, or failed.
-    private func ended(_ number: Int, failed: Bool) async {
-        guard microphone?.number == number else { return }
-        microphone = nil
-        if failed { retryLater() } else { retry.reset(); await follow() }
     }
 
     private func retryLater() {

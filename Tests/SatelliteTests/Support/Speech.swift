@@ -6,7 +6,10 @@ import TestSupport
 extension Speech {
     /// Raw s16le 16 kHz mono: `before` s of silence, the sentence, `after` s of silence.
     static func raw(_ sentence: String, before: Double = 0.5, after: Double = 2.0) async throws -> Data {
-        let samples = try recording(sentence, leadingMs: Int(before * 1000), trailingMs: Int(after * 1000)).samples
+        // espeak-ng and sox are waited for on a thread of their own, not one of the pool's two.
+        let samples = try await OwnThread.run {
+            try recording(sentence, leadingMs: Int(before * 1000), trailingMs: Int(after * 1000)).samples
+        }
         return samples.withUnsafeBufferPointer { Data(buffer: $0) }
     }
 

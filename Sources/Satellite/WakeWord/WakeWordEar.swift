@@ -1,0 +1,73 @@
+// The local wake word's ear on the audio thread: each period goes through the
+// engine in the wake-up that read it (a CaptureSink), so hearing the room costs
+// no wake-up of Swift's pool. Only a wake, the engine failing and the
+// microphone ending hop to WakeWordService. A wake hands the open device over
+// there and then, with what follows the deciding frame, so the turn it starts
+// loses no period. The gate is the service's and the ear's, under a lock that
+// neither holds for longer than a look at it.
+import SatelliteCore
+import Synchronization
+
+/// One opening of the microphone for the wake word; it feeds `engine`, which only the audio thread
+/// touches from then on (its reset too, after a wake).
+final class WakeWordEar: CaptureSink, @unchecked Sendable {
+    /// What the service hears of it, once.
+    enum Outcome: Sendable {
+        /// The word, at `decidedAt` (CLOCK_MONOTONIC ns); the microphone is handed over. `resetFailed`:
+        /// the engine could not start afresh after it.
+        case woke(probability: Double, decidedAt: UInt64, resetFailed: WakeWordModelError?)
+        /// The engine failed to run; the microphone is closed.
+        case failed(WakeWordModelError)
+        /// The microphone closed: stopped (another consumer, a mute, the gate closing) or failed.
+        case ended(failed: Bool)
+    }
+
+    /// The gate, shared with the service.
+    final class Gate: Sendable {
+        let state: Mutex<WakeWordGate>
+        init(_ gate: WakeWordGate) { state = Mutex(gate) }
+    }
+
+    private let engine: WakeWordEngine
+    private let gate: Gate
+    private let report: @Sendable (Outcome) -> Void
+    /// The audio thread's: the wake decided, or the engine's failure.
+    private var wake: (probability: Double, decidedAt: UInt64)?
+    private var failure: WakeWordModelError?
+
+    init(engine: WakeWordEngine, gate: Gate, report: @escaping @Sendable (Outcome) -> Void) {
+        self.engine = engine
+        self.gate = gate
+        self.report = report
+    }
+
+    func heard(_ samples: [Int16]) -> CaptureSinkVerdict {
+        // The state may have moved since the service last looked; it closes the ear soon after.
+        guard gate.state.withLock({ $0.listens }) else { return .stop }
+        let heard: WakeWordEngine.Wake?
+        do {
+            heard = try engine.hear(samples)
+        } catch {
+            failure = error
+            return .stop
+        }
+        let now = MonotonicClock.nanoseconds()
+        guard let heard, gate.state.withLock({ $0.heard(atMs: Int64(now / 1_000_000)) }) else { return .more }
+        wake = (heard.probability, now)
+        // The turn's audio starts where the deciding frame ended, not at the top of the period.
+        return .handOver(keeping: heard.end < samples.count ? Array(samples[heard.end...]) : nil)
+    }
+
+    func ended(_ how: CaptureSinkEnd) {
+        if let wake {
+            // Before the report, as before the ear ran here: the next ear finds the model afresh.
+            var resetFailed: WakeWordModelError?
+            do { try engine.reset() } catch { resetFailed = error }
+            report(.woke(probability: wake.probability, decidedAt: wake.decidedAt, resetFailed: resetFailed))
+        } else if let failure {
+            report(.failed(failure))
+        } else {
+            if case .failed = how { report(.ended(failed: true)) } else { report(.ended(failed: false)) }
+        }
+    }
+}
