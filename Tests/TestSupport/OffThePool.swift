@@ -8,7 +8,10 @@
 // they block nobody else (the same task, so #expect still finds its test);
 // `OwnThread.run` does the same for one blocking call inside an async test.
 import Foundation
+// Testing is there only when tests are built; `swift build` (scripts/bench, soak, demo) builds this target too.
+#if canImport(Testing)
 import Testing
+#endif
 
 /// A task executor of two threads for blocking tests: they take turns with each other, not with the pool.
 public final class BlockingTestExecutor: TaskExecutor, @unchecked Sendable {
@@ -49,6 +52,7 @@ public final class BlockingTestExecutor: TaskExecutor, @unchecked Sendable {
     }
 }
 
+#if canImport(Testing)
 /// Runs each test of a suite (or one test) on `BlockingTestExecutor`, not on the cooperative pool.
 public struct OffThePool: SuiteTrait, TestTrait, TestScoping {
     public var isRecursive: Bool { true }
@@ -67,6 +71,7 @@ extension Trait where Self == OffThePool {
     /// The tests block (tools, the Python reference, long model runs): they run off the cooperative pool.
     public static var offThePool: OffThePool { OffThePool() }
 }
+#endif
 
 /// One blocking call, from an async test, on a thread of its own.
 public enum OwnThread {
