@@ -50,8 +50,10 @@ let package = Package(
         .executableTarget(name: "wakeword-bench", dependencies: ["Satellite", "SatelliteCore"], swiftSettings: strict),
 
         // What both test targets need to run tools (espeak-ng, sox, cc) safely.
-        .target(name: "TestSupport", dependencies: ["ControlCore"], path: "Tests/TestSupport", swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["ControlCore", "TestEnvironment"], path: "Tests/TestSupport", swiftSettings: strict),
+        // The variables tests set at run time, put in the environment before any thread starts.
+        .target(name: "TestEnvironment", path: "Tests/TestEnvironment"),
         .testTarget(name: "SatelliteCoreTests", dependencies: ["ControlCore", "SatelliteCore", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "SatelliteTests", dependencies: ["Satellite", "SatelliteCore", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "SatelliteTests", dependencies: ["Satellite", "SatelliteCore", "TestSupport", "TestEnvironment"], swiftSettings: strict),
     ]
 )

@@ -271,8 +271,10 @@ struct WebSocketClientTests {
         }
 
         // The same certificate, made part of the store OpenSSL reads by default: accepted.
+        // Replaced in place and put back, never unset: TestEnvironment says why.
+        let before = String(cString: getenv("SSL_CERT_FILE"))
         setenv("SSL_CERT_FILE", cert, 1)
-        defer { unsetenv("SSL_CERT_FILE") }
+        defer { setenv("SSL_CERT_FILE", before, 1) }
         var trusted = Events(WebSocketClient.connect(url: url, headers: [:], maxMessage: Self.maxBinary))
         #expect(await trusted.next() == .open)
         #expect(await trusted.next() == .text("hello, world"))

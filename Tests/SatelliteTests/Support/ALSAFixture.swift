@@ -7,6 +7,7 @@
 // fixture, and each test passes its own files as device arguments instead.
 import Foundation
 import TestSupport
+import TestEnvironment
 import Glibc
 import SatelliteCore
 
@@ -115,6 +116,10 @@ final class ALSAFixture: Sendable {
             try config.write(toFile: configPath, atomically: true, encoding: .utf8)
         } catch {
             throw SetupFailed(description: "Cannot write \(configPath): \(error)")
+        }
+        // Replaced in place, as other tests may be starting programs now (TestEnvironment says why).
+        guard parlour_test_environment_ready() == 1 else {
+            throw SetupFailed(description: "ALSA_CONFIG_PATH was not set before the tests started (Tests/TestEnvironment)")
         }
         setenv("ALSA_CONFIG_PATH", "/usr/share/alsa/alsa.conf:\(configPath)", 1)
         atexit {

@@ -1,0 +1,7 @@
+#ifndef PARLOUR_TEST_ENVIRONMENT_H
+#define PARLOUR_TEST_ENVIRONMENT_H
+
+/* 1 when the variables tests set at run time were there from the start (environment.c says why). */
+int parlour_test_environment_ready(void);
+
+#endif
