@@ -7,7 +7,7 @@
 // a converter) is measured: while the speaker plays, the microphone's last
 // second is cross-correlated with the reference (EchoDelay), and the reference
 // is then taken that much later. The delay moves whenever a side is placed
-// afresh (each answer opens the speaker again; in the test room by 40–150 ms
+// afresh (each answer opens the speaker again; in the test room by up to 100 ms
 // from one answer to the next), so it is measured again a second after that,
 // not five. The measurement is handed out (`takeMeasurement`)
 // for someone else to compute, so the audio thread never waits for it. Easy to get wrong: the clock's reading jitters
