@@ -28,7 +28,7 @@ let package = Package(
         .systemLibrary(name: "CPrctl"),
         // TensorFlow Lite's C API for the local wake word: declarations only, the library is dlopened.
         .systemLibrary(name: "CTFLite"),
-        // speexdsp's resampler: the speaker's audio at the canceller's rate (Satellite/Audio/EchoReference.swift).
+        // speexdsp: its echo canceller, and its resampler for the speaker's audio at the canceller's rate (Satellite/Audio/EchoCanceller.swift).
         .systemLibrary(name: "CSpeexDSP", pkgConfig: "speexdsp", providers: [.apt(["libspeexdsp-dev"])]),
         // WebRTC's audio processing (echo cancelling, noise suppression, gain) is C++: a C shim of one file.
         .target(name: "CWebRTCAudio",

@@ -155,6 +155,13 @@ FIGURES = [
     Figure("echo_cpu_off", "… echoCancel off", "s/min", 3),
     Figure("echo_rss_on", "RSS while an answer plays, echoCancel on", "MiB", 2),
     Figure("echo_rss_off", "… echoCancel off", "MiB", 2),
+    Figure("offline_erle_db", "Offline (wakeword-bench --played): ERLE after 2 s, the cancellers alone, delay 115–353 ms", "dB", 1),
+    Figure("offline_barge_0", "Offline: wake word over an answer, heard: echo 0 dB over the talker", "", 2),
+    Figure("offline_barge_6", "… echo 6 dB over the talker", "", 2),
+    Figure("offline_barge_12", "… echo 12 dB over the talker", "", 2),
+    Figure("offline_cpu_ns", "Offline: the processing's CPU per minute, noise suppression alone", "s/min", 3),
+    Figure("offline_cpu_aec_ns_idle", "… echo cancelling and noise suppression, nothing playing", "s/min", 3),
+    Figure("offline_cpu_aec_ns", "… echo cancelling and noise suppression, an answer playing", "s/min", 3),
     section("Round trips in a row (stream transport, push turns over /listen)"),
     Figure("trips_rss_first_mb", "RSS after the first round trip (VmRSS)", "MiB", 2),
     Figure("trips_rss_mb", "Steady RSS after the last round trip (VmRSS)", "MiB", 2),
@@ -1545,6 +1552,8 @@ def main():
     parser.add_argument("--echo-runs", type=int, default=3, help="Echo room runs: speech, tones, and off (0: none).")
     parser.add_argument("--barge-trials", type=int, default=10, help="Wake words over an answer at 6 dB (half at the other ratios).")
     parser.add_argument("--barge-ratios", default="6,0,12", help="Speaker-to-talker ratios (dB) the wake word is said at.")
+    parser.add_argument("--offline-barge-trials", type=int, default=40,
+                        help="Offline wake words over an answer per ratio, through wakeword-bench --played (0: none).")
     parser.add_argument("--callgrind-runs", type=int, default=1)
     parser.add_argument("--callgrind-seconds", type=float, default=20, help="How long callgrind counts (0: no callgrind).")
     parser.add_argument("--no-wyoming", dest="wyoming", action="store_false", help="Measure ours alone.")
@@ -1594,6 +1603,9 @@ def main():
             echo = EchoBench(bench, FIG, cpu_seconds, own_status, mb, BenchError)
             echo.prepare()
             echo.erle(args.echo_runs)
+            if args.offline_barge_trials > 0:
+                print("the echo room offline…", file=sys.stderr, flush=True)
+                echo.offline([int(r) for r in args.barge_ratios.split(",")], args.offline_barge_trials)
             if args.barge_trials > 0:
                 for ratio in [int(r) for r in args.barge_ratios.split(",")]:
                     print(f"wake words over an answer at {ratio} dB…", file=sys.stderr, flush=True)

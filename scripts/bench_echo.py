@@ -24,6 +24,7 @@ import termios
 import threading
 import time
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RAW = ["-t", "raw", "-r", "16000", "-e", "signed", "-b", "16", "-c", "1"]
 ROOM = ["reverb", "40", "50", "60", "vol", "-12dB"]
 ANSWER = ("The weather today is mostly sunny with a light breeze from the west, and temperatures reaching "
@@ -212,6 +213,24 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
             self.fig["echo_cpu_off"].samples.append(cpu)
             self.fig["echo_rss_off"].samples.append(rss)
 
+    def offline(self, ratios, trials):
+        """The same room offline (OfflineRoom): ERLE, the wake word over an answer at each ratio, and
+        the processing's CPU with echo cancelling and noise suppression, or noise suppression alone."""
+        b = self.bench
+        b.check_time("the echo room offline")
+        d = b.path("offline")
+        os.makedirs(d)
+        room = OfflineRoom(d, os.path.join(b.bin, "wakeword-bench"), os.path.join(ROOT, ".build", "wakeword"),
+                           b.path("answer.raw"), b.path("echo-wake.raw"))
+        self.fig["offline_erle_db"].samples.extend(room.erle(5))
+        for ratio in ratios:
+            key = f"offline_barge_{ratio}"
+            if key in self.fig:
+                self.fig[key].samples.append(room.barge(ratio, trials) / trials)
+        self.fig["offline_cpu_ns"].samples.append(room.cpu_per_minute("ns"))
+        self.fig["offline_cpu_aec_ns"].samples.append(room.cpu_per_minute("aec,ns"))
+        self.fig["offline_cpu_aec_ns_idle"].samples.append(room.cpu_per_minute("aec,ns", playing=False))
+
     def barge_in(self, ratio_db, trials):
         """`trials` answers with the wake word said over each, the echo `ratio_db` louder than the talker."""
         b = self.bench
@@ -259,3 +278,87 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
         if key in self.fig:
             self.fig[key].samples.append(detected / trials)
         self.bench.notes.append(f"Wake word over an answer, echo {ratio_db} dB over the talker: {detected} of {trials}.")
+
+
+class OfflineRoom:
+    """The same room offline: what the microphone would hear, made by sox from what the speaker
+    played, and run through the daemon's processing and wake word by `wakeword-bench --played`
+    (Sources/wakeword-bench), as fast as the CPU allows. No clock and no card: what it measures is
+    the processing alone, whatever the machine's load; the delay is drawn afresh for each clip,
+    over the range the live room was measured at (EchoDelay: 115–353 ms past the timeline)."""
+
+    def __init__(self, directory, wakeword_bench, folder, answer_raw, wake_raw, seed=15):
+        self.directory, self.tool, self.folder = directory, wakeword_bench, folder
+        self.answer = array.array("h", open(answer_raw, "rb").read())
+        self.wake = array.array("h", open(wake_raw, "rb").read())
+        self.played = os.path.join(directory, "played.raw")
+        self.answer.tofile(open(self.played, "wb"))
+        subprocess.run(["sox"] + RAW + [self.played] + RAW + [os.path.join(directory, "echo.raw")] + ROOM, check=True)
+        self.echo = array.array("h", open(os.path.join(directory, "echo.raw"), "rb").read())
+        self.echo_rms = rms(self.echo)
+        self.random = __import__("random").Random(seed)
+
+    def clip(self, name, delay_ms, ratio_db=None, wake_at=2.5):
+        """A microphone's recording: the echo `delay_ms` late, and the wake word at `wake_at` s,
+        `ratio_db` under the echo (none when None)."""
+        out = array.array("h", [0] * len(self.answer))
+        d = int(delay_ms * 16)
+        for i in range(d, len(out)):
+            if i - d < len(self.echo):
+                out[i] = self.echo[i - d]
+        if ratio_db is not None:
+            gain = self.echo_rms / max(1.0, rms(self.wake[4800:-4800])) / 10 ** (ratio_db / 20)
+            at = int(wake_at * 16000)
+            for i, s in enumerate(self.wake):
+                if at + i < len(out):
+                    out[at + i] = max(-32768, min(32767, out[at + i] + int(s * gain)))
+        path = os.path.join(self.directory, f"{name}.raw")
+        out.tofile(open(path, "wb"))
+        return path
+
+    def run(self, clips, processing="aec,ns"):
+        result = subprocess.run([self.tool, "--played", self.played, "--processing", processing, self.folder, "okay_nabu"] + clips,
+                                check=True, capture_output=True, text=True)
+        return json.loads(result.stdout)
+
+    def barge(self, ratio_db, trials):
+        """Of `trials` clips, in how many the wake word said 2.5–6 s into the answer is heard within 2 s of it."""
+        clips, windows = [], []
+        for trial in range(trials):
+            at = self.random.uniform(2.5, 6)
+            clips.append(self.clip(f"b{ratio_db}-{trial}", self.random.uniform(115, 353), ratio_db, at))
+            windows.append((at * 1000, at * 1000 + len(self.wake) / 16 + 2000))
+        report = self.run(clips)
+        return sum(1 for clip, (lo, hi) in zip(report["clips"], windows) if any(lo <= w["ms"] <= hi for w in clip["wakes"]))
+
+    def erle(self, runs, processing="aec"):
+        """ERLE (dB) after 2 s on the echo alone, one per run, each at a delay drawn afresh."""
+        clips = [self.clip(f"e{n}", self.random.uniform(115, 353)) for n in range(runs)]
+        report = self.run(clips, processing)
+        return [c["heard_dbfs"] - c["processed_dbfs"] for c in report["clips"]]
+
+    def cpu_per_minute(self, processing, playing=True):
+        """CPU seconds per minute of audio the processing takes on the echo with the answer playing, or
+        on the same microphone with the speaker silent."""
+        played = self.played
+        if not playing:
+            played = os.path.join(self.directory, "silent.raw")
+            array.array("h", [0] * len(self.answer)).tofile(open(played, "wb"))
+        result = subprocess.run([self.tool, "--played", played, "--processing", processing, self.folder, "okay_nabu"]
+                                + [self.clip("cpu", 200)] * 3, check=True, capture_output=True, text=True)
+        report = json.loads(result.stdout)
+        return report["processing_cpu_s"] / report["audio_s"] * 60
+
+
+if __name__ == "__main__":
+    # By hand: python3 scripts/bench_echo.py WAKEWORD_BENCH FOLDER WORKDIR [RATIO...]
+    import tempfile
+    tool, folder, work = sys.argv[1], sys.argv[2], sys.argv[3]
+    os.makedirs(work, exist_ok=True)
+    for text, name, trail in ((ANSWER, "answer", 0.2), ("okay nabu", "wake", 0.3)):
+        subprocess.run(["espeak-ng", "-w", os.path.join(work, f"{name}.wav"), text], check=True)
+        subprocess.run(["sox", os.path.join(work, f"{name}.wav")] + RAW + [os.path.join(work, f"{name}.raw"), "pad", "0.3", str(trail)], check=True)
+    room = OfflineRoom(work, tool, folder, os.path.join(work, "answer.raw"), os.path.join(work, "wake.raw"))
+    print("ERLE aec:", [round(e, 1) for e in room.erle(4)])
+    for ratio in [int(r) for r in sys.argv[4:]] or [6]:
+        print(f"{ratio} dB:", room.barge(ratio, 20), "of 20")

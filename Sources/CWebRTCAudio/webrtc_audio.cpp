@@ -1,6 +1,6 @@
 // The C side of webrtc_audio.h: WebRTC's AudioProcessing with its echo canceller
-// (extended filter, delay-agnostic, high suppression), noise suppression and
-// adaptive digital gain, each only when asked.
+// (extended filter, delay-agnostic, at the suppression asked), noise
+// suppression and adaptive digital gain, each only when asked.
 #include "webrtc_audio.h"
 
 #include <webrtc/modules/audio_processing/include/audio_processing.h>
@@ -26,7 +26,9 @@ extern "C" parlour_apm *parlour_apm_create(int echo_cancel, int noise_suppressio
     bool ok = apm->high_pass_filter()->Enable(true) == 0;
     if (echo_cancel) {
         ok = ok && apm->echo_cancellation()->Enable(true) == 0;
-        ok = ok && apm->echo_cancellation()->set_suppression_level(webrtc::EchoCancellation::kHighSuppression) == 0;
+        webrtc::EchoCancellation::SuppressionLevel level = echo_cancel >= 3 ? webrtc::EchoCancellation::kHighSuppression
+            : echo_cancel == 2 ? webrtc::EchoCancellation::kModerateSuppression : webrtc::EchoCancellation::kLowSuppression;
+        ok = ok && apm->echo_cancellation()->set_suppression_level(level) == 0;
     }
     if (noise_suppression) {
         ok = ok && apm->noise_suppression()->set_level(webrtc::NoiseSuppression::kHigh) == 0;

@@ -8,11 +8,18 @@
 // (Tests/Fixtures/wakeword_reference.py). Not installed: scripts/package builds
 // only the daemon and parlourctl.
 //
-//   wakeword-bench FOLDER MODEL CLIP.raw...
+//   wakeword-bench [--played PLAYED.raw [--processing aec,ns,agc]] FOLDER MODEL CLIP.raw...
 //
 // FOLDER holds lib/ and models/ as scripts/deps lays out .build/wakeword; MODEL is
 // a shipped model's name or a manifest's path; each CLIP is 16 kHz mono S16_LE,
-// heard from a fresh engine (a fresh front end and model).
+// heard from a fresh engine (a fresh front end and model). With --played, each
+// CLIP is what a microphone heard in a room while its speaker played PLAYED
+// (from the clip's first sample on), and goes through the daemon's processing
+// (EchoCanceller, fresh for each clip; echo cancelling and noise suppression
+// unless --processing says otherwise) before the engine: the wake word over an
+// answer, offline. Each clip then also has the level of what it heard and of what
+// the processing made of it after its first 2 s (their difference is the ERLE on
+// a clip of echo alone), and the processing's CPU is given.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -40,16 +47,49 @@ func samples(_ path: String) -> [Int16] {
     }
 }
 
-let arguments = CommandLine.arguments.dropFirst()
-guard arguments.count >= 3 else { fail("usage: wakeword-bench FOLDER MODEL CLIP.raw...") }
+var arguments = CommandLine.arguments.dropFirst()
+var played: [Int16]?
+var processing = AudioProcessing(echoCancel: true, noiseSuppression: true, autoGain: false)
+while let option = arguments.first, option.hasPrefix("--"), arguments.count >= 2 {
+    let value = arguments[arguments.startIndex + 1]
+    arguments = arguments.dropFirst(2)
+    switch option {
+    case "--played": played = samples(value)
+    case "--processing":
+        let parts = Set(value.split(separator: ",").map(String.init))
+        processing = AudioProcessing(echoCancel: parts.contains("aec"), noiseSuppression: parts.contains("ns"), autoGain: parts.contains("agc"))
+    default: fail("unknown option \(option)")
+    }
+}
+guard arguments.count >= 3 else { fail("usage: wakeword-bench [--played PLAYED.raw [--processing aec,ns,agc]] FOLDER MODEL CLIP.raw...") }
+let filterLength = ProcessInfo.processInfo.environment["PARLOUR_ECHO_FILTER"].flatMap { Int($0) } ?? EchoCanceller.filterLength
+let suppression = ProcessInfo.processInfo.environment["PARLOUR_ECHO_SUPPRESSION"].flatMap { Int32($0) } ?? EchoCanceller.suppression
+
+/// dBFS of `audio` after its first 2 s.
+func level(_ audio: [Int16]) -> Double {
+    let rest = audio.dropFirst(32000)
+    let energy = rest.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(1, rest.count))
+    return 10 * log10(max(energy, 1e-3) / (32768.0 * 32768.0))
+}
 let folder = WakeWordFolder(path: arguments[arguments.startIndex])
 let settings = SatelliteConfig.WakeWord(model: arguments[arguments.startIndex + 1])
 let period = WakeWordService.periodFrames
 
 var clips: [String] = []
-var engineSeconds = 0.0, frontendSeconds = 0.0, audioSeconds = 0.0
+var engineSeconds = 0.0, frontendSeconds = 0.0, audioSeconds = 0.0, processingSeconds = 0.0
 for path in arguments.dropFirst(2) {
-    let audio = samples(path)
+    var audio = samples(path)
+    var levels = ""
+    if let played {
+        guard let canceller = EchoCanceller(processing, filterLength: filterLength, suppression: suppression, notice: { _, _ in }) else {
+            fail("the processing could not be set up")
+        }
+        let heard = audio
+        let began = threadCPUSeconds()
+        audio = canceller.process(heard, played: played)
+        processingSeconds += threadCPUSeconds() - began
+        levels = #", "heard_dbfs": \#(level(heard)), "processed_dbfs": \#(level(audio)), "delay_ms": \#((canceller.measuredDelay ?? -16) / 16)"#
+    }
     let engine: WakeWordEngine
     do {
         engine = try WakeWordEngine.load(settings, folder: folder, configFile: "(wakeword-bench)")
@@ -78,7 +118,7 @@ for path in arguments.dropFirst(2) {
     }
     frontendSeconds += threadCPUSeconds() - frontBegan
     audioSeconds += Double(audio.count) / 16_000
-    clips.append(#"{"wakes": [\#(wakes.joined(separator: ", "))], "frames": \#(frames)}"#)
+    clips.append(#"{"wakes": [\#(wakes.joined(separator: ", "))], "frames": \#(frames)\#(levels)}"#)
 }
 print(#"{"audio_s": \#(audioSeconds), "engine_cpu_s": \#(engineSeconds), "frontend_cpu_s": \#(frontendSeconds), "#
-    + #""period_frames": \#(period), "clips": [\#(clips.joined(separator: ",\n"))]}"#)
+    + #""processing_cpu_s": \#(processingSeconds), "period_frames": \#(period), "clips": [\#(clips.joined(separator: ",\n"))]}"#)

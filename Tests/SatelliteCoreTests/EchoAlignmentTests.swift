@@ -102,8 +102,64 @@ import Testing
         #expect(alignment.delay == nil)
     }
 
+    /// A speaker heard `lag` samples late from timeline sample `start`, for `seconds`; the seconds
+    /// (from `start`) at which a measurement fell due.
+    private func play(_ alignment: inout EchoAlignment, from start: Int, lag: Int, seconds: Int) -> [Double] {
+        let far = Signal.noise(seconds * 1000 + 600, dBFS: -20, seed: UInt64(start))
+        let period = 320
+        var due: [Double] = []
+        for p in 0..<(seconds * 16000 / period) {
+            alignment.played(Array(far[p * period..<(p + 1) * period]), at: Int64(start + p * period))
+            let mic: [Int16] = (0..<period).map { k in
+                let source = p * period + k - lag
+                return source >= 0 ? far[source] / 4 : 0
+            }
+            _ = alignment.heard(mic, at: Int64(start + p * period))
+            if let input = alignment.takeMeasurement() {
+                due.append(Double(p * period) / 16000)
+                alignment.measured(EchoDelay.estimate(input))
+            }
+        }
+        return due
+    }
+
+    @Test func aDelayThatMovedWithANewAnswerIsMeasuredAgainWithinASecondOrTwo() {
+        var alignment = EchoAlignment()
+        // The first answer: measured once a second has been heard over it, then every five.
+        let first = play(&alignment, from: 0, lag: 2400, seconds: 8)
+        #expect(alignment.delay == 2400)
+        #expect(first.count == 2 && first[0] < 2.5 && first[1] > 5.5)
+        // The next answer is placed afresh by the clock (ten seconds on), and its echo is heard later.
+        let second = play(&alignment, from: 16000 * 18, lag: 4000, seconds: 3)
+        #expect(second.count == 1 && second[0] < 2.5)
+        #expect(alignment.delay == 4000)
+    }
+
     @Test func timelineSampleOfTheClock() {
         #expect(EchoAlignment.sample(atNanoseconds: 1_000_000_000) == 16000)
         #expect(EchoAlignment.sample(atNanoseconds: 62_500) == 1)
+    }
+}
+
+@Suite struct EchoTailTests {
+    /// Whether each block of 160 was to be cancelled, for blocks playing or not in turn.
+    private func blocks(_ tail: inout EchoTail, _ playing: [Bool]) -> [Bool] {
+        playing.map { tail.active(playing: $0, count: 160) }
+    }
+
+    @Test func runsWhilePlayingAndForItsLengthAfter() {
+        var tail = EchoTail(length: 480)
+        #expect(tail.idle)
+        #expect(blocks(&tail, [false, true]) == [false, true])
+        #expect(!tail.idle)
+        // Three blocks of 160 after the last sound, then nothing.
+        #expect(blocks(&tail, [false, false, false]) == [true, true, true])
+        #expect(tail.idle)
+        #expect(blocks(&tail, [false]) == [false])
+    }
+
+    @Test func soundWithinTheTailStartsItAgain() {
+        var tail = EchoTail(length: 320)
+        #expect(blocks(&tail, [true, false, true, false, false, false]) == [true, true, true, true, true, false])
     }
 }

@@ -11,7 +11,8 @@ extern "C" {
 
 typedef struct parlour_apm parlour_apm;
 
-/// A processor doing what is asked (each 0 or 1); NULL when none is asked or the library failed.
+/// A processor doing what is asked (each 0 or 1; `echo_cancel` 1, 2 or 3 for the canceller's low,
+/// moderate or high suppression); NULL when none is asked or the library failed.
 parlour_apm *parlour_apm_create(int echo_cancel, int noise_suppression, int auto_gain);
 void parlour_apm_destroy(parlour_apm *apm);
 /// What the speaker played, aligned with the next `parlour_apm_near` (silence when nothing plays).

@@ -1,19 +1,37 @@
 // Echo cancelling, noise suppression and automatic gain on the microphone's
-// audio, with what the speaker played as the echo's reference: WebRTC's audio
+// audio, with what the speaker played as the echo's reference: speexdsp's
+// linear canceller (speex_echo_*, a 128 ms filter) first, then WebRTC's audio
 // processing (Debian's libwebrtc-audio-processing 0.3, through the C shim
-// CWebRTCAudio), the same PipeWire's echo-cancel module uses.
-// Chosen by measurement over speexdsp's canceller (speex_echo_* with
-// speex_preprocess_* for its residual echo and noise): the same 11.8 s of
-// espeak-ng speech played into a room of sox `reverb 40 50 60`, 12 dB quieter
-// and 40 ms late, ERLE after the first 2 s:
-//   WebRTC AEC alone 28.4 dB, with noise suppression 37.6 dB; 0.5–0.6 % of a core
-//   speexdsp, 200 ms filter, alone 19.2 dB, with the preprocessor 27.0 dB; 0.4–0.5 %
-//   (300 ms: 28.8 dB with the preprocessor, 0.6 %)
-// (Tests/Fixtures, by hand with -O2 on this machine; the daemon's own figures are in BENCHMARKS.md.)
-// speexdsp stays for its resampler: a reply at 22.05 or 24 kHz is brought to
-// the canceller's 16 kHz. What it does not do: two cards on two clocks drift
-// apart, and WebRTC's canceller loses the echo; it is switched off then, with a
-// journal line, rather than corrected.
+// CWebRTCAudio, as PipeWire's echo-cancel module uses): its canceller at low
+// suppression, then its noise suppression and gain.
+// Both, because neither alone hears a talker over a louder echo. WebRTC's
+// alone (high suppression) cancels 32 dB on speech, but in double talk its
+// suppressor takes the talker down with the echo: the wake word said 6 dB under
+// an answer was heard 0 times in 10. speexdsp's filter alone cancels 15 dB
+// (128 ms) to 18 dB (256 ms) after 2 s, and suppresses nothing. speexdsp first
+// takes the bulk of the echo linearly, so WebRTC's suppressor has little left
+// and is run gently. Offline (wakeword-bench --played, the room's delay drawn
+// over the 115–353 ms measured live): 39 of 40 at 6 dB, ERLE 29–34 dB. Live
+// (scripts/bench): ERLE 30 dB, 7 of 10 at 6 dB, 1.3 % of a core while an answer
+// plays. Live is below offline because the test room's echo path steps by
+// 8–12 ms within an answer (the paced card), and each step costs the filters
+// a second to follow. BENCHMARKS.md has the rest.
+// Measured and not taken: speexdsp fed what was played unshifted, with a
+// filter long enough for every delay (600 ms), so that a delay measured wrong
+// cannot misalign it: a long filter converges slowly (8–13 dB after 2 s alone),
+// offline 9 of 20 at 6 dB, live 0 of 10; and what moved in the test room was the
+// delay itself from one answer to the next, which an unshifted reference
+// follows no better. A 256 ms filter: offline 19 of 20, live 1 of 10 and 2 of 4
+// (slower to follow a step); 64 ms: live 4 of 10. Moderate suppression: the
+// same 6 of 10.
+// The cancellers run only while the speaker plays and for EchoTail's tail
+// after it: idle, the processing costs what noise suppression costs (offline
+// 0.124 s of CPU a minute, against 0.121 s for noise suppression alone and
+// 1.09 s with an answer playing).
+// speexdsp also brings a reply at 22.05 or 24 kHz to the canceller's 16 kHz
+// (its resampler). What it does not do: two cards on two clocks drift apart,
+// and the cancellers lose the echo; it is switched off then, with a journal
+// line, rather than corrected.
 // Everything here runs on the audio thread (AudioEngine), which alone owns it.
 import CALSA
 import CSpeexDSP
@@ -37,13 +55,27 @@ public struct AudioProcessing: Sendable, Equatable {
     public var isOff: Bool { self == .off }
 }
 
-/// The microphone's processing, fed with what the speaker played. The audio thread's alone.
-final class EchoCanceller {
-    /// WebRTC works on 10 ms at 16 kHz.
+/// The microphone's processing, fed with what the speaker played. The audio thread's alone (or,
+/// offline, its one caller's: `process(_:played:)`).
+public final class EchoCanceller {
+    /// WebRTC works on 10 ms at 16 kHz; speexdsp is given the same blocks.
     static let block = 160
+    /// speexdsp's filter (128 ms), from 3 ms before the measured delay: the room's first reflections,
+    /// and a delay that grew since it was measured; WebRTC's filter takes the tail.
+    public static let filterLength = 2048
+    /// WebRTC's suppression after the linear filter: 1 low, 2 moderate, 3 high (0: speexdsp's alone).
+    public static let suppression: Int32 = 1
 
     let settings: AudioProcessing
-    private var apm: OpaquePointer
+    /// speexdsp's linear canceller and WebRTC's canceller after it (when echoCancel), and WebRTC's noise
+    /// suppression and gain after both (when asked): the cancellers run only while the speaker plays
+    /// and a tail after it (`tail`), the rest always.
+    private var speex: OpaquePointer?
+    private var aec: OpaquePointer?
+    private var cleanup: OpaquePointer?
+    private var tail: EchoTail
+    private let filterLength: Int
+    private let suppression: Int32
     private var alignment = EchoAlignment()
     private let notice: @Sendable (String, [String: String]) -> Void
     /// The speaker's audio at 16 kHz mono, for the playback device `speaker` of rate `resampledRate`.
@@ -70,19 +102,44 @@ final class EchoCanceller {
     }
 
     /// nil when everything is off (nothing is allocated, nothing runs) or the library failed.
-    init?(_ settings: AudioProcessing, notice: @escaping @Sendable (String, [String: String]) -> Void) {
-        guard let apm = Self.create(settings) else { return nil }
+    public init?(_ settings: AudioProcessing, filterLength: Int = EchoCanceller.filterLength, suppression: Int32 = EchoCanceller.suppression,
+                 notice: @escaping @Sendable (String, [String: String]) -> Void) {
+        guard !settings.isOff else { return nil }
         self.settings = settings
-        self.apm = apm
+        self.filterLength = filterLength
+        self.suppression = suppression
+        tail = EchoTail(length: filterLength + EchoAlignment.rate / 2)
         self.notice = notice
+        guard start() else { return nil }
     }
 
-    private static func create(_ settings: AudioProcessing) -> OpaquePointer? {
-        settings.isOff ? nil : parlour_apm_create(settings.echoCancel ? 1 : 0, settings.noiseSuppression ? 1 : 0, settings.autoGain ? 1 : 0)
+    /// Everything afresh: the filters' tails of a last stream must not reach the next.
+    private func start() -> Bool {
+        stop()
+        if settings.echoCancel {
+            speex = speex_echo_state_init(Int32(Self.block), Int32(filterLength))
+            var rate: Int32 = Int32(EchoAlignment.rate)
+            if let speex { speex_echo_ctl(speex, SPEEX_ECHO_SET_SAMPLING_RATE, &rate) }
+            aec = suppression > 0 ? parlour_apm_create(suppression, 0, 0) : nil
+        }
+        if settings.noiseSuppression || settings.autoGain {
+            cleanup = parlour_apm_create(0, settings.noiseSuppression ? 1 : 0, settings.autoGain ? 1 : 0)
+        }
+        tail = EchoTail(length: tail.length)
+        let failed = settings.echoCancel && (speex == nil || suppression > 0 && aec == nil) || (settings.noiseSuppression || settings.autoGain) && cleanup == nil
+        if failed { stop() }
+        return !failed
+    }
+
+    private func stop() {
+        if let speex { speex_echo_state_destroy(speex) }
+        parlour_apm_destroy(aec)
+        parlour_apm_destroy(cleanup)
+        (speex, aec, cleanup) = (nil, nil, nil)
     }
 
     deinit {
-        parlour_apm_destroy(apm)
+        stop()
         if let resampler { speex_resampler_destroy(resampler) }
     }
 
@@ -100,21 +157,8 @@ final class EchoCanceller {
     /// The microphone `device` opened on `pcm`: a new stream, which nothing of the last one may
     /// reach (the filters' tails, the blocks left over), so the processor starts afresh.
     func microphoneOpened(_ device: String, pcm: OpaquePointer) {
-        if let fresh = Self.create(settings) {
-            parlour_apm_destroy(apm)
-            apm = fresh
-        }
-        // A fresh canceller adds comfort noise (about -80 dBFS) for its first 400 ms, until it has
-        // learnt the room's floor; half a second of silence first (about 2 ms of work) keeps it out
-        // of the first words and of a meter's first reading.
-        var silence = [Int16](repeating: 0, count: Self.block)
-        for _ in 0..<50 {
-            silence.withUnsafeMutableBufferPointer { block in
-                _ = parlour_apm_far(apm, block.baseAddress!)
-                block.update(repeating: 0)
-                _ = parlour_apm_near(apm, block.baseAddress!, 0)
-            }
-        }
+        _ = start()
+        warmUp()
         pendingNear = []
         pendingFar = []
         processed = []
@@ -122,6 +166,23 @@ final class EchoCanceller {
         microphoneName = device
         microphoneCard = Self.card(of: pcm)
         checkCards()
+    }
+
+    /// A fresh WebRTC processor adds comfort noise (about -80 dBFS) for its first 400 ms, until it has
+    /// learnt the room's floor; half a second of silence first (about 2 ms of work) keeps it out
+    /// of the first words and of a meter's first reading.
+    private func warmUp() {
+        var silence = [Int16](repeating: 0, count: Self.block)
+        for _ in 0..<50 {
+            silence.withUnsafeMutableBufferPointer { block in
+                for apm in [aec, cleanup] {
+                    guard let apm else { continue }
+                    _ = parlour_apm_far(apm, block.baseAddress!)
+                    block.update(repeating: 0)
+                    _ = parlour_apm_near(apm, block.baseAddress!, 0)
+                }
+            }
+        }
     }
 
     /// `device` (opened on `pcm`) accepted `frames` frames of `samples` (interleaved) at `now`.
@@ -143,7 +204,7 @@ final class EchoCanceller {
         // The chunk's first sample was heard before it and what is still waiting to be read.
         let start = EchoAlignment.sample(atNanoseconds: now) - waiting - Int64(count)
         if let answer = measuring.state.withLock({ m in defer { m.answer = nil }; return m.answer }) { alignment.measured(answer) }
-        let far = wantsReference ? alignment.heard(chunk, at: start) : [Int16](repeating: 0, count: count)
+        let reference = wantsReference ? alignment.heard(chunk, at: start) : [Int16](repeating: 0, count: count)
         if let input = alignment.takeMeasurement(), measuring.state.withLock({ m in defer { m.running = true }; return !m.running }) {
             // About 10 ms of a core: not on the audio thread, which has a period to keep.
             Task.detached(priority: .utility) { [measuring] in
@@ -156,17 +217,61 @@ final class EchoCanceller {
             notice("Echo delay measured.", ["delay_ms": String(delay * 1000 / EchoAlignment.rate),
                                             "speaker": speakerName ?? "", "microphone": microphoneName ?? ""])
         }
+        process(&chunk, reference: reference)
+    }
+
+    /// Offline (wakeword-bench): what the processing makes of `near`, what the microphone heard, given `played`, what
+    /// the speaker played at the same time sample for sample (silence where nothing). As live, in
+    /// 20 ms periods, the delay measured as the audio thread has it measured (but at once, not
+    /// off the thread) and WebRTC's canceller given the reference it aligns. A fresh processor
+    /// first, as a microphone opened.
+    public func process(_ near: [Int16], played: [Int16]) -> [Int16] {
+        _ = start()
+        warmUp()
+        (pendingNear, pendingFar, processed) = ([], [], [])
+        alignment.reset()
+        let period = 320
+        var out: [Int16] = []
+        out.reserveCapacity(near.count)
+        for at in stride(from: 0, to: near.count, by: period) {
+            var chunk = Array(near[at..<min(at + period, near.count)])
+            let speaker = at < played.count ? Array(played[at..<min(at + chunk.count, played.count)]) : []
+            if settings.echoCancel { alignment.played(speaker, at: Int64(at)) }
+            let reference = settings.echoCancel ? alignment.heard(chunk, at: Int64(at)) : [Int16](repeating: 0, count: chunk.count)
+            if let input = alignment.takeMeasurement() { alignment.measured(EchoDelay.estimate(input)) }
+            process(&chunk, reference: reference)
+            out += chunk
+        }
+        return out
+    }
+
+    /// The delay measured (samples past the timeline), once measured.
+    public var measuredDelay: Int? { alignment.delay }
+
+    /// `chunk` processed in place, in blocks of 10 ms, with the speaker's audio beside it.
+    private func process(_ chunk: inout [Int16], reference: [Int16]) {
+        let count = chunk.count
         pendingNear += chunk
-        pendingFar += far
+        pendingFar += reference
         var at = 0
+        var near = [Int16](repeating: 0, count: Self.block)
+        var out = [Int16](repeating: 0, count: Self.block)
         while pendingNear.count - at >= Self.block {
-            var near = Array(pendingNear[at..<at + Self.block])
-            if settings.echoCancel { pendingFar.withUnsafeBufferPointer { _ = parlour_apm_far(apm, $0.baseAddress! + at) } }
+            near.replaceSubrange(0..<Self.block, with: pendingNear[at..<at + Self.block])
+            let playing = pendingFar[at..<at + Self.block].contains { $0 != 0 }
+            if let speex, tail.active(playing: playing, count: Self.block) {
+                pendingFar.withUnsafeBufferPointer { far in
+                    speex_echo_cancellation(speex, near, far.baseAddress! + at, &out)
+                    if let aec { _ = parlour_apm_far(aec, far.baseAddress! + at) }
+                }
+                if let aec { _ = out.withUnsafeMutableBufferPointer { parlour_apm_near(aec, $0.baseAddress!, 0) } }
+                swap(&near, &out)
+            }
             // Digital silence stays silence: a fresh canceller adds comfort noise (about -80 dBFS for
             // its first 400 ms), and a dead microphone must still read as one (doctor, meter).
-            let silent = !near.contains { $0 != 0 }
-            _ = near.withUnsafeMutableBufferPointer { parlour_apm_near(apm, $0.baseAddress!, 0) }
-            processed += silent ? [Int16](repeating: 0, count: Self.block) : near
+            let silent = !pendingNear[at..<at + Self.block].contains { $0 != 0 }
+            if let cleanup { _ = near.withUnsafeMutableBufferPointer { parlour_apm_near(cleanup, $0.baseAddress!, 0) } }
+            if silent { processed += repeatElement(0, count: Self.block) } else { processed += near }
             at += Self.block
         }
         pendingNear.removeFirst(at)
@@ -224,3 +329,4 @@ final class EchoCanceller {
         return snd_pcm_info(pcm, info) == 0 ? snd_pcm_info_get_card(info) : -1
     }
 }
+

@@ -6,7 +6,10 @@
 // waiting, snd_pcm_avail). What that leaves (the card's own latency, the air,
 // a converter) is measured: while the speaker plays, the microphone's last
 // second is cross-correlated with the reference (EchoDelay), and the reference
-// is then taken that much later. The measurement is handed out (`takeMeasurement`)
+// is then taken that much later. The delay moves whenever a side is placed
+// afresh (each answer opens the speaker again; in the test room by up to 100 ms
+// from one answer to the next), so it is measured again a second after that,
+// not five. The measurement is handed out (`takeMeasurement`)
 // for someone else to compute, so the audio thread never waits for it. Easy to get wrong: the clock's reading jitters
 // by a wake-up, so each side runs on from where its last period ended unless it
 // is more than two periods off (an underrun, an overrun, a new device), and
@@ -36,8 +39,10 @@ public struct EchoAlignment: Sendable {
     /// The microphone's last `window` samples, for the next measurement, and where they start.
     private var heard: [Int16] = []
     private var heardStart: Int64 = 0
-    /// Samples heard with the speaker playing since the last measurement.
+    /// Samples heard with the speaker playing since the last measurement, and whether the next is
+    /// due after one window of them (the first, or a side placed afresh since) or five.
     private var playedHeard = 0
+    private var soon = true
     private let window: Int
     private let keep: Int
     private let slack: Int
@@ -64,7 +69,12 @@ public struct EchoAlignment: Sendable {
     /// The speaker played `samples` (16 kHz mono), the first at timeline sample `start` by the clock.
     public mutating func played(_ samples: [Int16], at start: Int64) {
         guard !samples.isEmpty else { return }
-        let at = Self.place(&speakerNext, start, slack: slack, count: samples.count)
+        let (at, jumped) = Self.place(&speakerNext, start, slack: slack, count: samples.count)
+        if jumped {
+            // A new answer, or an underrun: the delay may have moved with it.
+            soon = true
+            playedHeard = 0
+        }
         if far.isEmpty || at < farStart || at > farStart + Int64(far.count) + Int64(keep) {
             far = []
             farStart = at
@@ -80,10 +90,11 @@ public struct EchoAlignment: Sendable {
     }
 
     /// The microphone heard `samples` (16 kHz mono), the first at timeline sample `start` by the
-    /// clock; returns what the speaker played that is in them, as many samples (silence where it
-    /// played nothing). A measurement falls due when a second has been heard over the speaker.
+    /// clock; returns what the speaker played that is in them, aligned by the measured delay, as
+    /// many samples (silence where it played nothing). A measurement falls due when a second has
+    /// been heard over the speaker.
     public mutating func heard(_ samples: [Int16], at start: Int64) -> [Int16] {
-        let at = Self.place(&microphoneNext, start, slack: slack, count: samples.count)
+        let (at, _) = Self.place(&microphoneNext, start, slack: slack, count: samples.count)
         if heard.isEmpty || heardStart + Int64(heard.count) != at { heard = [] ; heardStart = at }
         heard.append(contentsOf: samples)
         if heard.count > window {
@@ -105,19 +116,25 @@ public struct EchoAlignment: Sendable {
         return out
     }
 
-    /// What to correlate, once due (after the first second heard over the speaker, then every five):
+    /// What to correlate, once due (after the first second heard over the speaker, or since a side was
+    /// placed afresh, then every five):
     /// pass it to `EchoDelay.estimate` and its answer to `measured`.
     public mutating func takeMeasurement() -> EchoDelay.Input? {
-        guard playedHeard >= (measurements == 0 ? window : 5 * window), heard.count == window else { return nil }
+        guard playedHeard >= (soon ? window : 5 * window), heard.count == window else { return nil }
         playedHeard = 0
+        soon = false
         let lead = lags.upperBound
         let span = reference(count: window + lags.upperBound - lags.lowerBound, at: heardStart - Int64(lead))
         return EchoDelay.Input(near: heard, far: span, farLead: lead, lags: lags)
     }
 
-    /// The answer to the last `takeMeasurement` (nil: no echo found; the delay stays).
+    /// The answer to the last `takeMeasurement` (nil: no echo found; the delay stays, and the next
+    /// is due after another window).
     public mutating func measured(_ estimate: EchoDelay.Estimate?) {
-        guard let estimate else { return }
+        guard let estimate else {
+            soon = true
+            return
+        }
         measurements += 1
         // A lag within a millisecond of the last is the same delay: the canceller is not disturbed.
         if let delay, abs(delay - estimate.lag) <= 16 { return }
@@ -125,11 +142,12 @@ public struct EchoAlignment: Sendable {
     }
 
     /// Where a side's period of `count` goes: on from the last, unless the clock says it is more than
-    /// `slack` off.
-    private static func place(_ next: inout Int64?, _ clock: Int64, slack: Int, count: Int) -> Int64 {
+    /// `slack` off (then it jumped there).
+    private static func place(_ next: inout Int64?, _ clock: Int64, slack: Int, count: Int) -> (Int64, jumped: Bool) {
         let at: Int64
-        if let expected = next, abs(expected - clock) <= Int64(slack) { at = expected } else { at = clock }
+        let jumped: Bool
+        if let expected = next, abs(expected - clock) <= Int64(slack) { (at, jumped) = (expected, false) } else { (at, jumped) = (clock, true) }
         next = at + Int64(count)
-        return at
+        return (at, jumped)
     }
 }
