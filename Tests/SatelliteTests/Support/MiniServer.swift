@@ -114,14 +114,12 @@ threading.Thread(target=watch_parent, daemon=True).start()
 
 WAV = b"RIFF\x24\x00\x00\x00WAVEfmt fake reply audio"
 
-def closed_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-NOBODY = closed_port()
+# A port nothing listens on, kept bound (never listening, so a connection is refused) for as long
+# as this peer lives: a port closed at once was taken by another test's server in a parallel pass,
+# and the test that expected nothing there got an answer (server_refused, not server_unreachable).
+nobody = socket.socket()
+nobody.bind(("127.0.0.1", 0))
+NOBODY = nobody.getsockname()[1]
 
 # A listener that never accepts, with its one-place queue filled: further SYNs are dropped.
 stall = socket.socket()
