@@ -21,10 +21,11 @@ struct CallbackTests {
         return items
     }
 
-    /// A loopback port nothing listens on: bound to find a free one, then closed.
-    func closedPort() throws -> Int {
+    /// A loopback port nothing listens on, and its socket: bound but never listening, so a
+    /// connection is refused, and held until the caller closes it. Closed at once, the port could
+    /// go to another test's server in a parallel pass.
+    func closedPort() throws -> (port: Int, socket: Int32) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -32,8 +33,11 @@ struct CallbackTests {
         let bound = withUnsafeMutablePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
         }
-        guard bound else { throw TestFailure("cannot bind a loopback port: \(String(cString: strerror(errno)))") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        guard bound else {
+            close(fd)
+            throw TestFailure("cannot bind a loopback port: \(String(cString: strerror(errno)))")
+        }
+        return (Int(UInt16(bigEndian: address.sin_port)), fd)
     }
 
     @Test("a completed listen calls back with its response in base64url after the caller's query, and never with the token")
@@ -171,7 +175,8 @@ struct CallbackTests {
         #expect(gaps.count == 3 && gaps[0] >= 999 && gaps[1] >= 1999 && gaps[2] >= 3999, "gaps \(gaps)")
 
         // Nobody listening at all: the same four tries, each failing to connect, then the same line.
-        let port = try closedPort()
+        let (port, held) = try closedPort()
+        defer { close(held) }
         #expect(try await daemon.result("ask", "--callback", "http://127.0.0.1:\(port)/cb?x=1", "hello")["status"] == "completed")
         var attempts: [String] = []
         while let notice = await watcher.notice("Callback"), let attempt = notice["attempt"]?.stringValue {
@@ -194,7 +199,8 @@ struct CallbackTests {
         defer { server.stop() }
         let daemon = try await DaemonHarness.start(config: config(server), token: server.token)
         let watcher = try await Watcher.start(daemon)
-        let port = try closedPort()
+        let (port, held) = try closedPort()
+        defer { close(held) }
         #expect(try await daemon.result("ask", "--callback", "http://127.0.0.1:\(port)/cb", "hello")["status"] == "completed")
         #expect(await watcher.notice("Callback attempt failed; trying again.")?["attempt"] == "1")
         try await server.setKnobs(["delayMs": 30000])
