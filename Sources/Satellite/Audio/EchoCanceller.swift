@@ -157,15 +157,18 @@ public final class EchoCanceller {
     /// The microphone `device` opened on `pcm`: a new stream, which nothing of the last one may
     /// reach (the filters' tails, the blocks left over), so the processor starts afresh.
     func microphoneOpened(_ device: String, pcm: OpaquePointer) {
-        _ = start()
-        warmUp()
-        pendingNear = []
-        pendingFar = []
-        processed = []
+        restart()
         if microphoneName != device { alignment.reset() }
         microphoneName = device
         microphoneCard = Self.card(of: pcm)
         checkCards()
+    }
+
+    /// A new stream: fresh processors, warmed up, and no block of the last one left over.
+    private func restart() {
+        _ = start()
+        warmUp()
+        (pendingNear, pendingFar, processed) = ([], [], [])
     }
 
     /// A fresh WebRTC processor adds comfort noise (about -80 dBFS) for its first 400 ms, until it has
@@ -226,9 +229,7 @@ public final class EchoCanceller {
     /// off the thread) and WebRTC's canceller given the reference it aligns. A fresh processor
     /// first, as a microphone opened.
     public func process(_ near: [Int16], played: [Int16]) -> [Int16] {
-        _ = start()
-        warmUp()
-        (pendingNear, pendingFar, processed) = ([], [], [])
+        restart()
         alignment.reset()
         let period = 320
         var out: [Int16] = []
