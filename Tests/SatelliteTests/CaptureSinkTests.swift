@@ -48,9 +48,8 @@ struct CaptureSinkTests {
     func handOverInTheSameWakeUp() async throws {
         let alsa = try ALSAFixture.shared()
         let infile = alsa.path("ramp.raw")
-        // Sample i is i·7 (wrapping): 7 is odd, so each of the 64000 values names its place in the file.
-        try alsa.writeRaw((0..<64000).map { Int16(truncatingIfNeeded: $0 * 7) }, to: infile)
-        func place(_ sample: Int16) -> Int { Int(UInt16(bitPattern: sample) &* 28087) } // 7 · 28087 ≡ 1 (mod 2^16)
+        try alsa.writeRaw(NumberedRamp.samples(64000), to: infile)
+        let place = NumberedRamp.place
         // The device itself, not AudioCapture, so that its overruns can be read (below).
         let device = try ALSACaptureDevice.open(device: alsa.microphone(infile: infile), periodFrames: 960)
         // At the fifth period it keeps the period's second half for the next consumer, as a wake does.

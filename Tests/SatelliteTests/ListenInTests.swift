@@ -87,9 +87,8 @@ struct HandOverTests {
     func noGap() async throws {
         let alsa = try ALSAFixture.shared()
         let infile = alsa.path("ramp.raw")
-        // Sample i is i·7 (wrapping): 7 is odd, so each of the 64000 values names its place in the file.
-        try alsa.writeRaw((0..<64000).map { Int16(truncatingIfNeeded: $0 * 7) }, to: infile)
-        func place(_ sample: Int16) -> Int { Int(UInt16(bitPattern: sample) &* 28087) } // 7 · 28087 ≡ 1 (mod 2^16)
+        try alsa.writeRaw(NumberedRamp.samples(64000), to: infile)
+        let place = NumberedRamp.place
         let capture = AudioCapture(device: alsa.microphone(infile: infile), bus: EventBus())
         var first = try await capture.open(periodFrames: 960).makeAsyncIterator()
         var last: [Int16] = []
