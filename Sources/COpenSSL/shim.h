@@ -2,6 +2,7 @@
 // (its DER SubjectPublicKeyInfo), which is what pin.json's "key" and curl's
 // CURLOPT_PINNEDPUBLICKEY pin. libcurl and libwebsockets already link it.
 #include <openssl/bio.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>

@@ -28,7 +28,7 @@ public struct SpeakerVolume: Sendable {
     public func volume(setTo percent: Int? = nil) async -> ControlResult {
         await withCheckedContinuation { (done: CheckedContinuation<ControlResult, Never>) in
             // No thread to be had is an answer too, never a continuation left waiting.
-            if !SystemThread.start(name: "alsa-mixer", { done.resume(returning: self.turn(to: percent)) }) {
+            if !SpareThreads.shared.run(name: "alsa-mixer", { done.resume(returning: self.turn(to: percent)) }) {
                 done.resume(returning: .failure(.internalError, "No thread could be started for the mixer: the daemon is out of threads."))
             }
         }

@@ -45,8 +45,9 @@ public enum WebSocketMessageKind: String, Sendable {
 
 /// A WebSocket client connection.
 ///
-/// Threads: `connect` starts one `Thread` that creates the lws context, connects, runs
-/// `lws_service` until the connection ends, and destroys the context; every lws call but
+/// Threads: `connect` gives one thread (from SpareThreads, so a reconnect reuses the last one's) the
+/// work of creating the lws context, connecting, running `lws_service` until the connection ends,
+/// and destroying the context; every lws call but
 /// `lws_cancel_service` happens on it, and all the `service*` state below belongs to it.
 /// `sendText`, `sendBinary`, `ping` and `close` may be called from any thread: they put
 /// work in `shared` (under its lock) and wake the service thread with `lws_cancel_service`,
@@ -132,7 +133,7 @@ public final class WebSocketClient: @unchecked Sendable {
                                maxText: Int = 4096, key: String? = nil, addresses: [String] = []) -> WebSocketClient {
         let client = WebSocketClient(url: url, headers: headers, maxMessage: maxMessage, maxText: maxText, key: key,
                                      addresses: addresses)
-        SystemThread.start(name: "websocket") { client.serviceRun() }
+        SpareThreads.shared.run(name: "websocket") { client.serviceRun() }
         return client
     }
 
@@ -210,6 +211,9 @@ public final class WebSocketClient: @unchecked Sendable {
 
     private func serviceRun() {
         Self.silenceLibraryLog
+        // The thread may have served an earlier connection (SpareThreads): OpenSSL's error queue is the thread's, and
+        // an error left in it would be read as this connection's.
+        ERR_clear_error()
         let target: Target
         switch self.target {
         case .success(let value): target = value

@@ -36,7 +36,7 @@ enum SystemThread {
     }
 
     /// pthread_setname_np is a GNU extension Swift does not see; the kernel takes the same name here.
-    private static func nameCurrent(_ name: String) {
+    static func nameCurrent(_ name: String) {
         let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
         guard fd >= 0 else { return }
         _ = Array(name.utf8.prefix(15)).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }

@@ -57,7 +57,7 @@ public final class OfflineVoice: Sendable {
             return true
         }
         guard start else { return }
-        SystemThread.start(name: "espeak-ng") { [self] in
+        SpareThreads.shared.run(name: "espeak-ng") { [self] in
             let audio = synthesize()
             let waiters = preparation.withLock { state in
                 defer { state = .done(audio) }
