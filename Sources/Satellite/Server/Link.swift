@@ -25,7 +25,8 @@ public actor Link {
     private var health = ServerHealth()
     /// Counts the servers followed, so the check loop starts its back-off afresh for a new one.
     private var generation = 0
-    private var sleeper: Task<Void, Never>?
+    /// Ends the pause under way when finished (a child of run(), not a task of its own).
+    private var sleeper: AsyncStream<Void>.Continuation?
     private var woken = false
     /// The last "not a bearer token" said, so that the check loop says it once.
     private var unusableToken: String?
@@ -84,7 +85,7 @@ public actor Link {
     /// Ends the pause under way, or the next one if a check is running now.
     private func wake() {
         woken = true
-        sleeper?.cancel()
+        sleeper?.finish()
     }
 
     /// Checks a server that is not (or not yet) the one in use: `/health`, then, unless
@@ -208,7 +209,7 @@ public actor Link {
         health = next
         bus.publish(.server(health))
         keeper.update { $0.reachable = reachable }
-        if wentAway { sleeper?.cancel() }  // from a request: re-check now, then with back-off
+        if wentAway { sleeper?.finish() }  // from a request: re-check now, then with back-off
     }
 
     /// Checks the server in use now and again until cancelled; with none, waits for `follow`.
@@ -269,9 +270,14 @@ public actor Link {
             woken = false
             return
         }
-        let task = Task { _ = try? await Task.sleep(for: duration) }
-        sleeper = task
-        await withTaskCancellationHandler { await task.value } onCancel: { task.cancel() }
+        let (woke, waker) = AsyncStream.makeStream(of: Void.self)
+        sleeper = waker
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await Task.sleep(for: duration) }
+            group.addTask { for await _ in woke {} }
+            await group.next()
+            group.cancelAll()
+        }
         sleeper = nil
         woken = false
     }

@@ -29,7 +29,9 @@ public actor WakeWordService {
     private var microphone: (number: Int, feed: CaptureFeed)?
     private var opened = 0
     private var retry = Backoff(first: .milliseconds(500), cap: .seconds(30))
-    private var retrying: Task<Void, Never>?
+    /// The wait before the microphone is tried again: a child of `run()` (`work`).
+    private var retrying: WorkGroup.Handle?
+    private let work = WorkGroup()
     /// The model failed to run: the ear stays closed (status and doctor say why).
     private var broken = false
 
@@ -46,6 +48,7 @@ public actor WakeWordService {
 
     /// Follows the satellite's state until cancelled.
     public func run() async {
+        async let children: Void = work.run()
         let events = bus.subscribe()
         bus.publish(.wakeWord(WakeWordHealth(model: engine.name, ok: true)))
         let state = keeper.state
@@ -58,6 +61,9 @@ public actor WakeWordService {
         }
         retrying?.cancel()
         stopReading()
+        // Ended without being cancelled (the bus finished): what runs ends, and run() with it.
+        work.finish()
+        await children
     }
 
     public func ping() -> Bool { true }
@@ -131,7 +137,7 @@ public actor WakeWordService {
     private func retryLater() {
         guard retrying == nil else { return }
         let delay = retry.next()
-        retrying = Task { [weak self] in
+        retrying = work.start { [weak self] in
             guard (try? await Task.sleep(for: delay)) != nil else { return }
             await self?.retried()
         }
