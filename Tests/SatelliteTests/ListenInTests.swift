@@ -9,8 +9,6 @@ import Satellite
 
 @Suite("listening in on the microphone", .timeLimit(.minutes(1)))
 struct ListenInTests {
-    private func ramp(_ count: Int) -> [Int16] { (0..<count).map { Int16(truncatingIfNeeded: $0 * 7) } }
-
     private func samples(_ chunk: CaptureChunk?) -> [Int16]? {
         if case .samples(let s)? = chunk { return s }
         return nil
@@ -20,7 +18,10 @@ struct ListenInTests {
     func copiesTheConsumer() async throws {
         let alsa = try ALSAFixture.shared()
         let infile = alsa.path("ramp.raw")
-        try alsa.writeRaw(ramp(32000), to: infile)
+        // Ten seconds: the file plugin reads nothing past the infile's end, and the device then ends, so a test
+        // starved for longer than the recording (two seconds once, at a load of 16) would copy nothing. Chunks
+        // repeat after 65536 samples, which the checks below allow: a repeat has the same samples.
+        try alsa.writeRaw(NumberedRamp.samples(160_000), to: infile)
         let capture = AudioCapture(device: alsa.microphone(infile: infile), bus: EventBus())
         let consumer = try await capture.open()
         // The consumer reads all along, as the stream transport does, so that a starved test cannot
@@ -60,7 +61,7 @@ struct ListenInTests {
     func givesWay() async throws {
         let alsa = try ALSAFixture.shared()
         let infile = alsa.path("ramp.raw")
-        try alsa.writeRaw(ramp(16000), to: infile)
+        try alsa.writeRaw(NumberedRamp.samples(16000), to: infile)
         let capture = AudioCapture(device: alsa.microphone(infile: infile), bus: EventBus())
         var listening = try await capture.listenIn(for: .seconds(10)).makeAsyncIterator()
         // (Its exact samples are not compared: on a loaded machine the paced card may overrun at

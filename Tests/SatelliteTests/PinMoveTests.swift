@@ -6,6 +6,7 @@
 // announces it at 198.51.100.4: with server.followMoves it is followed (the
 // journal names both addresses), without it a person must decide.
 import Foundation
+import TestSupport
 import Testing
 import SatelliteCore
 
@@ -30,6 +31,7 @@ struct PinMoveTests {
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
         process.arguments = ["addr", "del", address + "/32", "dev", "lo"]
         try? process.run()
+        TestChildren.tie(process)
         process.waitUntilExit()
     }
 

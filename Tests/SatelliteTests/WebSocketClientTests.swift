@@ -3,6 +3,7 @@
 // of our own for what aiohttp will not send (fragmented messages). Every test
 // awaits events; the time limits are the only clocks that fail a test.
 import Foundation
+import TestSupport
 @testable import Satellite
 import SatelliteCore
 import Testing
@@ -388,6 +389,7 @@ asyncio.run(main())
         let out = Pipe()
         process.standardOutput = out
         try process.run()
+        TestChildren.tie(process)
         let handle = out.fileHandleForReading
         let port: Int = try await withCheckedThrowingContinuation { continuation in
             Thread {

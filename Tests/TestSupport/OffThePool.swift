@@ -4,7 +4,7 @@
 // every async test's time away: two at once stalled a whole parallel pass for a
 // minute, and every test waiting on the pool then hit its time limit (a CI run's
 // JSONValueTests, EndpointerTests, DaemonLifecycleTests, all at once).
-// `.offThePool` runs a suite's tests on two threads of their own instead, where
+// `.offThePool` runs a suite's tests on threads of their own instead, where
 // they block nobody else (the same task, so #expect still finds its test);
 // `OwnThread.run` does the same for one blocking call inside an async test.
 import Foundation
@@ -13,30 +13,45 @@ import Foundation
 import Testing
 #endif
 
-/// A task executor of two threads for blocking tests: they take turns with each other, not with the pool.
+/// A task executor for blocking tests: two threads to begin with, and one more (up to `most`) whenever a job
+/// comes while every thread is busy. Most of what blocks here waits (waitpid on espeak-ng and sox), so a
+/// fixed two made the rest queue: at a load of 16 a parameterized suite's last case waited out its minute
+/// before it began (EndpointerSpeechTests, a CI run of b61877a).
 public final class BlockingTestExecutor: TaskExecutor, @unchecked Sendable {
-    public static let shared = BlockingTestExecutor(threads: 2)
+    public static let shared = BlockingTestExecutor(threads: 2, most: 8)
 
     private let condition = NSCondition()
     private var jobs: [UnownedJob] = []
+    private var threads = 0
+    private var idle = 0
+    private let most: Int
 
-    private init(threads: Int) {
-        for number in 1...threads {
-            // Foundation's Thread.name does not reach the kernel here (pthread_setname_np is a GNU
-            // extension Swift does not see); the kernel's name is what the test of this file reads.
-            let thread = Thread { [self] in
-                try? "test-blocking-\(number)".write(toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
-                serve()
-            }
-            thread.stackSize = 8 << 20
-            thread.start()
+    private init(threads: Int, most: Int) {
+        self.most = most
+        condition.lock()
+        for _ in 0..<threads { startThread() }
+        condition.unlock()
+    }
+
+    /// Under `condition`.
+    private func startThread() {
+        threads += 1
+        let number = threads
+        // Foundation's Thread.name does not reach the kernel here (pthread_setname_np is a GNU
+        // extension Swift does not see); the kernel's name is what the test of this file reads.
+        let thread = Thread { [self] in
+            try? "test-blocking-\(number)".write(toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
+            serve()
         }
+        thread.stackSize = 8 << 20
+        thread.start()
     }
 
     public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         condition.lock()
         jobs.append(job)
+        if jobs.count > idle, threads < most { startThread() }
         condition.signal()
         condition.unlock()
     }
@@ -44,7 +59,9 @@ public final class BlockingTestExecutor: TaskExecutor, @unchecked Sendable {
     private func serve() {
         while true {
             condition.lock()
+            idle += 1
             while jobs.isEmpty { condition.wait() }
+            idle -= 1
             let job = jobs.removeFirst()
             condition.unlock()
             job.runSynchronously(on: asUnownedTaskExecutor())

@@ -2,6 +2,7 @@
 // server (or a phone) would be. It runs as a subprocess so that stopping it is a
 // real client vanishing from avahi-daemon; it must run inside scripts/netns-run.
 import Foundation
+import TestSupport
 import Synchronization
 
 final class AvahiPublisher: Sendable {
@@ -28,6 +29,7 @@ final class AvahiPublisher: Sendable {
         process.standardError = output
         process.standardInput = FileHandle.nullDevice
         try process.run()
+        TestChildren.tie(process)
         // Our copy of the write end would keep the pipe open after the child ends.
         try output.fileHandleForWriting.close()
         let handle = output.fileHandleForReading

@@ -8,6 +8,7 @@
 // A test hears only what it asks for: unless its config names `sounds` or
 // `offline`, the cue sounds and the offline notice are switched off.
 import Foundation
+import TestSupport
 import Synchronization
 import SatelliteCore
 
@@ -102,6 +103,7 @@ final class DaemonHarness: Sendable {
             notify.post("EXITED=\($0.terminationStatus)")
         }
         try process.run()
+        TestChildren.tie(process)
         let harness = DaemonHarness(dir: dir, notify: notify, socket: environment["PARLOUR_SATELLITE_SOCKET"]!,
                                     stateDirectory: state, environment: environment, process: process, stderrURL: stderrURL,
                                     exits: exits, room: room)

@@ -55,6 +55,7 @@ final class EchoRoom: Sendable {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
+        TestChildren.tie(process)
         soxIn = input.fileHandleForWriting.fileDescriptor
         soxOut = output.fileHandleForReading.fileDescriptor
         _ = fcntl(soxOut, F_SETFL, fcntl(soxOut, F_GETFL) | O_NONBLOCK)

@@ -5,6 +5,7 @@
 // inherits a signal mask that blocks SIGTERM (the script clears it) and must not
 // outlive the test run (it leaves when its stdin closes).
 import Foundation
+import TestSupport
 import Synchronization
 
 /// One running peer. The first path segment picks the mode: `/<mode>/ask`.
@@ -44,6 +45,7 @@ final class MiniServer: Sendable {
         let lifeline = Pipe()
         process.standardInput = lifeline
         try process.run()
+        TestChildren.tie(process)
 
         let (lines, sink) = AsyncStream.makeStream(of: String.self)
         // A thread of its own: reading a pipe blocks.

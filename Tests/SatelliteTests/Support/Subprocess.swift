@@ -2,6 +2,7 @@
 // the cooperative pool (there are only two on this machine). Output goes to
 // files, so a chatty program can never fill a pipe and hang.
 import Foundation
+import TestSupport
 
 struct Finished: Sendable {
     let status: Int32
@@ -38,6 +39,7 @@ enum Subprocess {
         let (ended, ending) = AsyncStream.makeStream(of: Int32.self)
         process.terminationHandler = { ending.yield($0.terminationStatus) }
         try process.run()
+        TestChildren.tie(process)
         // A program may end without reading its input (parlourctl setup with no terminal): EPIPE, not a crash.
         if let input { try? stdin.fileHandleForWriting.write(contentsOf: Data(input.utf8)) }
         if let release { await release() }

@@ -2,6 +2,7 @@
 // strict aiohttp peer, started for a test on a free loopback port. Knobs make
 // it misbehave; its request log shows what the satellite sent.
 import Foundation
+import TestSupport
 import Synchronization
 @testable import Satellite
 import SatelliteCore
@@ -47,6 +48,7 @@ final class TestServer: Sendable {
             waiter.withLock { $0 = continuation }
             do {
                 try process.run()
+                TestChildren.tie(process)
             } catch {
                 finish(.failure(error))
                 return
