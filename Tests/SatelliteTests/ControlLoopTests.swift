@@ -44,8 +44,8 @@ struct ControlLoopTests {
         #expect(limited.status == 0, "\(limited.err)")
         // A process of its own holds the clients, not this one (Tests/Fixtures/control_flood.py says why).
         let flood = Process()
-        flood.executableURL = URL(fileURLWithPath: WakeWordReference.python)
-        flood.arguments = [WakeWordReference.root.appendingPathComponent("Tests/Fixtures/control_flood.py").path, daemon.socket, "1500"]
+        flood.executableURL = URL(fileURLWithPath: Package.python)
+        flood.arguments = [Package.root.appendingPathComponent("Tests/Fixtures/control_flood.py").path, daemon.socket, "1500"]
         let (input, output) = (Pipe(), Pipe())
         flood.standardInput = input
         flood.standardOutput = output

@@ -16,8 +16,7 @@ public enum WakeWordReference {
     public static let root = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    /// The test venv's python (also what runs the tests' other Python fixtures).
-    public static var python: String {
+    static var python: String {
         ProcessInfo.processInfo.environment["PARLOUR_TEST_PYTHON"] ?? root.appendingPathComponent(".build/test-venv/bin/python").path
     }
 
