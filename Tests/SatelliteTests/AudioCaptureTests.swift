@@ -99,6 +99,7 @@ struct AudioCaptureTests {
         let infile = alsa.path("ramp.raw")
         try alsa.writeRaw(ramp(16000), to: infile)
         let capture = AudioCapture(device: alsa.microphone(infile: infile), bus: EventBus())
+        async let _ = capture.run()
         var first = try await capture.open().makeAsyncIterator()
         guard case .samples = await first.next() else { Issue.record("no first chunk"); return }
 
@@ -123,6 +124,7 @@ struct AudioCaptureTests {
         let bus = EventBus()
         var events = bus.subscribe().makeAsyncIterator()
         let capture = AudioCapture(device: name, bus: bus, retry: Backoff(first: .milliseconds(50), cap: .milliseconds(200)))
+        async let _ = capture.run()
 
         await #expect(throws: ALSAError(function: "snd_pcm_open", code: -ENOENT, device: name)) { try await capture.open() }
         let broken = await events.nextMicrophone()
@@ -162,6 +164,7 @@ struct AudioCaptureTests {
         let bus = EventBus()
         var events = bus.subscribe().makeAsyncIterator()
         let capture = AudioCapture(device: name, bus: bus, retry: Backoff(first: .milliseconds(100), cap: .seconds(1)))
+        async let _ = capture.run()
         var frames = try await capture.open().makeAsyncIterator()
         #expect(await events.nextMicrophone() == DeviceHealth(device: name, ok: true))
         guard case .samples = await frames.next() else { Issue.record("no first chunk"); return }
@@ -183,10 +186,12 @@ struct AudioCaptureTests {
         let infile = alsa.path("ramp.raw")
         try alsa.writeRaw(ramp(320), to: infile)
         let working = AudioCapture(device: alsa.microphone(infile: infile), bus: EventBus())
+        async let _ = working.run()
         #expect(await working.probe() == DeviceHealth(device: alsa.microphone(infile: infile), ok: true))
         #expect(await working.ping())
 
         let missing = AudioCapture(device: alsa.missing, bus: EventBus())
+        async let _ = missing.run()
         #expect(await missing.probe() == DeviceHealth(device: alsa.missing, ok: false, error: "No such file or directory"))
     }
 }

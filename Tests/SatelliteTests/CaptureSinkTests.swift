@@ -91,6 +91,7 @@ struct CaptureSinkTests {
         let infile = alsa.path("tone.raw")
         try alsa.writeRaw([Int16](repeating: 5, count: 64000), to: infile)
         let capture = AudioCapture(device: alsa.microphone(infile: infile), bus: EventBus())
+        async let _ = capture.run()
         let (second, secondIn) = AsyncStream.makeStream(of: Void.self)
         // Either the sink says stop at its third period, or its owner ends the feed after the second.
         let sink = TestSink(at: byFeedEnd ? 2 : 3) { _ in

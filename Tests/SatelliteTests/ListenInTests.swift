@@ -23,6 +23,7 @@ struct ListenInTests {
         // repeat after 65536 samples, which the checks below allow: a repeat has the same samples.
         try alsa.writeRaw(NumberedRamp.samples(160_000), to: infile)
         let capture = AudioCapture(device: alsa.microphone(infile: infile), bus: EventBus())
+        async let _ = capture.run()
         let consumer = try await capture.open()
         // The consumer reads all along, as the stream transport does, so that a starved test cannot
         // leave it more than its two-second backlog behind (it would then lose the oldest chunks).
@@ -63,6 +64,7 @@ struct ListenInTests {
         let infile = alsa.path("ramp.raw")
         try alsa.writeRaw(NumberedRamp.samples(16000), to: infile)
         let capture = AudioCapture(device: alsa.microphone(infile: infile), bus: EventBus())
+        async let _ = capture.run()
         var listening = try await capture.listenIn(for: .seconds(10)).makeAsyncIterator()
         // (Its exact samples are not compared: on a loaded machine the paced card may overrun at
         // once, and the file plugin then no longer lines the infile up with the periods.)
@@ -91,6 +93,7 @@ struct HandOverTests {
         try alsa.writeRaw(NumberedRamp.samples(64000), to: infile)
         let place = NumberedRamp.place
         let capture = AudioCapture(device: alsa.microphone(infile: infile), bus: EventBus())
+        async let _ = capture.run()
         var first = try await capture.open(periodFrames: 960).makeAsyncIterator()
         var last: [Int16] = []
         for _ in 0..<5 {
@@ -122,6 +125,7 @@ struct HandOverTests {
         let infile = alsa.path("ramp.raw")
         try alsa.writeRaw([Int16](repeating: 5, count: 64000), to: infile)
         let capture = AudioCapture(device: alsa.microphone(infile: infile), bus: EventBus())
+        async let _ = capture.run()
         var first = try await capture.open(periodFrames: 960).makeAsyncIterator()
         _ = await first.next()
         #expect(await capture.handOver())

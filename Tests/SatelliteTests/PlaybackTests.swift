@@ -35,6 +35,7 @@ struct PlaybackTests {
         let file = alsa.path("played.raw")
         let audio = tone(hz: format.hz, rate: format.rate, channels: format.channels, seconds: format.seconds)
         let playback = Playback(device: alsa.speaker(file: file), bus: EventBus())
+        async let _ = playback.run()
 
         let outcome = try await playback.play(audio)
         #expect(outcome == PlaybackOutcome(ending: .finished, framesWritten: audio.frameCount))
@@ -55,6 +56,7 @@ struct PlaybackTests {
         // underruns on the last partial period while snd_pcm_delay still reports it, which was waited on for ever.
         let audio = tone(hz: 300, rate: 22050, channels: 1, seconds: 38641.0 / 22050)
         let playback = Playback(device: alsa.speaker(file: file), bus: EventBus())
+        async let _ = playback.run()
         #expect(try await playback.play(audio).ending == .finished)
         // At most the partial period the converter held back is missing.
         let played = try alsa.readRaw(file)
@@ -67,6 +69,7 @@ struct PlaybackTests {
         let file = alsa.path("played.raw")
         let audio = tone(hz: 250, rate: 16000, channels: 1, seconds: 0.3)
         let playback = Playback(device: alsa.rawSpeaker(file: file), bus: EventBus())
+        async let _ = playback.run()
         #expect(try await playback.play(audio).ending == .finished)
         #expect(try alsa.readRaw(file) == audio.samples)
     }
@@ -78,6 +81,7 @@ struct PlaybackTests {
         let bus = EventBus()
         var events = bus.subscribe().makeAsyncIterator()
         let playback = Playback(device: alsa.speaker(file: file), bus: bus)
+        async let _ = playback.run()
         let audio = tone(hz: 440, rate: 24000, channels: 1, seconds: 5)
 
         let playing = Task { try await playback.play(audio) }
@@ -100,6 +104,7 @@ struct PlaybackTests {
         let bus = EventBus()
         var events = bus.subscribe().makeAsyncIterator()
         let playback = Playback(device: alsa.speaker(file: file), bus: bus)
+        async let _ = playback.run()
 
         let long = Task { try await playback.play(tone(hz: 440, rate: 24000, channels: 1, seconds: 5)) }
         #expect(await events.nextSpeaker()?.ok == true)
@@ -133,6 +138,7 @@ struct PlaybackTests {
         let bus = EventBus()
         var events = bus.subscribe().makeAsyncIterator()
         let playback = Playback(device: alsa.missing, bus: bus)
+        async let _ = playback.run()
 
         await #expect(throws: ALSAError(function: "snd_pcm_open", code: -ENOENT, device: alsa.missing)) {
             try await playback.play(tone(hz: 440, rate: 16000, channels: 1, seconds: 0.1))
@@ -156,6 +162,7 @@ struct PlaybackTests {
         let bus = EventBus()
         var events = bus.subscribe().makeAsyncIterator()
         let playback = Playback(device: name, bus: bus, retry: Backoff(first: .milliseconds(50), cap: .milliseconds(200)))
+        async let _ = playback.run()
 
         await #expect(throws: ALSAError(function: "snd_pcm_writei", code: -EIO, device: name)) {
             try await playback.play(tone(hz: 440, rate: 16000, channels: 1, seconds: 2))

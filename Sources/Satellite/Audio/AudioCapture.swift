@@ -6,7 +6,9 @@
 // is released so that another program may have it. The local wake word hands
 // the open device to the turn it starts (its sink's `.handOver`, on the audio
 // thread): the next `open()` takes it as it is, with what it heard meanwhile, so
-// no word after the wake is lost.
+// no word after the wake is lost. What it starts (the retries, a listener's
+// copies, the hop back from the audio thread after a failure) is a child of
+// its `run()`.
 import Glibc
 import SatelliteCore
 
@@ -20,6 +22,7 @@ public actor AudioCapture {
     /// The device opened last, open or not: a mute waits until even one being closed is released.
     private var last: ALSACaptureDevice?
     private var muted: Bool
+    private let work = WorkGroup()
 
     /// `retry` is the back-off between probes of a broken device.
     public init(device: String, bus: EventBus, retry: Backoff = Backoff(first: .seconds(1), cap: .seconds(30)),
@@ -28,10 +31,17 @@ public actor AudioCapture {
         self.engine = engine
         self.muted = muted
         self.bus = bus
-        self.watch = DeviceWatch(device: device, bus: bus, backoff: retry, event: SatelliteEvent.microphone)
+        self.watch = DeviceWatch(device: device, bus: bus, backoff: retry, work: work, event: SatelliteEvent.microphone)
     }
 
-    deinit { watch.stop() }
+    /// Runs what the microphone starts until cancelled, then closes the device.
+    public func run() async {
+        async let children: Void = work.run()
+        await Service.untilCancelled()
+        watch.stop()
+        await close()
+        await children
+    }
 
     /// Opens the microphone and returns the stream of its chunks for the one consumer.
     /// A stream already open is closed first. The device closes when the consumer
@@ -44,8 +54,9 @@ public actor AudioCapture {
         if muted { throw ALSAError(function: "snd_pcm_open", code: -EPERM, device: device) }
         if let stream = current?.attach() { return stream }
         let capture = try await openDevice(periodFrames: periodFrames)
-        return capture.frames { [weak self] error in
-            Task { await self?.captureFailed(capture, error) }
+        return capture.frames { [weak self, work] error in
+            guard let self else { return }
+            work.start { await self.captureFailed(capture, error) }
         }
     }
 
@@ -55,8 +66,9 @@ public actor AudioCapture {
     public func open(periodFrames: Int = 320, into sink: any CaptureSink) async throws(ALSAError) -> CaptureFeed {
         if muted { throw ALSAError(function: "snd_pcm_open", code: -EPERM, device: device) }
         let capture = try await openDevice(periodFrames: periodFrames)
-        return capture.feed(sink) { [weak self] error in
-            Task { await self?.captureFailed(capture, error) }
+        return capture.feed(sink) { [weak self, work] error in
+            guard let self else { return }
+            work.start { await self.captureFailed(capture, error) }
         }
     }
 
@@ -115,16 +127,17 @@ public actor AudioCapture {
     /// the stream two seconds after it should have ended; a failure ends it with `.failed`.
     public func listenIn(for duration: Duration) async throws(ALSAError) -> AsyncStream<CaptureChunk> {
         let source: AsyncStream<CaptureChunk>
-        var owned: ALSACaptureDevice?
+        let owned: ALSACaptureDevice?
         if let current, !current.isClosed {
             source = current.copies()
+            owned = nil
         } else {
             source = try await open()
             owned = current
         }
         let wanted = Int(duration / .milliseconds(1)) * 16
         let (stream, out) = AsyncStream.makeStream(of: CaptureChunk.self, bufferingPolicy: .bufferingNewest(100))
-        let forward = Task { [weak self] in
+        let forward = work.start { [weak self] in
             var got = 0
             for await chunk in source {
                 out.yield(chunk)
@@ -135,8 +148,8 @@ public actor AudioCapture {
             out.finish()
             if let owned { await self?.release(owned) }
         }
-        let deadline = Task {
-            try? await Task.sleep(for: duration + .seconds(2))
+        let deadline = work.start {
+            guard (try? await Task.sleep(for: duration + .seconds(2))) != nil else { return }
             forward.cancel()
         }
         out.onTermination = { _ in

@@ -1,7 +1,8 @@
 // The health of the microphone or the speaker as last published, and the one
 // retry loop that runs while it is broken. Shared by AudioCapture and Playback
 // so both publish only on a change and both retry by the same back-off rule;
-// a broken device must never be probed in a busy loop.
+// a broken device must never be probed in a busy loop. The retry is a child of
+// its owner's `run()` (the owner's WorkGroup), so shutdown ends it.
 import SatelliteCore
 
 /// Publishes a device's health when it changes, and keeps at most one retry running.
@@ -10,12 +11,15 @@ struct DeviceWatch {
     private let bus: EventBus
     private let event: @Sendable (DeviceHealth) -> SatelliteEvent
     private let backoff: Backoff
-    private var retry: Task<Void, Never>?
+    private let work: WorkGroup
+    private var retry: WorkGroup.Handle?
 
-    init(device: String, bus: EventBus, backoff: Backoff, event: @escaping @Sendable (DeviceHealth) -> SatelliteEvent) {
+    /// `work` is the owner's: the retry loop runs as a child of the owner's `run()`.
+    init(device: String, bus: EventBus, backoff: Backoff, work: WorkGroup, event: @escaping @Sendable (DeviceHealth) -> SatelliteEvent) {
         self.health = DeviceHealth(device: device)
         self.bus = bus
         self.backoff = backoff
+        self.work = work
         self.event = event
     }
 
@@ -32,7 +36,7 @@ struct DeviceWatch {
     mutating func failed(_ error: ALSAError, probe: @escaping @Sendable () async -> Bool) {
         publish(DeviceHealth(device: health.device, ok: false, error: error.reason))
         guard retry == nil else { return }
-        retry = Task { [backoff] in
+        retry = work.start { [backoff] in
             var backoff = backoff
             while !Task.isCancelled {
                 try? await Task.sleep(for: backoff.next())

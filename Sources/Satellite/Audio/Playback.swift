@@ -5,6 +5,8 @@
 // Cues (the awake, done and error sounds) go through here too, so they never
 // play over an answer: a cue stops an earlier cue, an answer stops a cue, and
 // a cue that comes while an answer plays is skipped (it would be late anyway).
+// What it starts (the retries, the hop back from the audio thread when a cue
+// ends) is a child of its `run()`.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -20,6 +22,7 @@ public actor Playback {
     private let engine: AudioEngine
     private var watch: DeviceWatch
     private var current: Job?
+    private let work = WorkGroup()
 
     /// One reply or cue being played: its cancel flag, and a way to await its end.
     private final class Job: Sendable {
@@ -59,10 +62,17 @@ public actor Playback {
         self.device = device
         self.engine = engine
         self.bus = bus
-        self.watch = DeviceWatch(device: device, bus: bus, backoff: retry, event: SatelliteEvent.speaker)
+        self.watch = DeviceWatch(device: device, bus: bus, backoff: retry, work: work, event: SatelliteEvent.speaker)
     }
 
-    deinit { watch.stop() }
+    /// Runs what the speaker starts until cancelled, then stops what plays.
+    public func run() async {
+        async let children: Void = work.run()
+        await Service.untilCancelled()
+        watch.stop()
+        await stopCurrent()
+        await children
+    }
 
     /// Plays `audio` and returns when it has been heard, or was cancelled (by `cancel()`,
     /// by a newer `play`, or by cancelling the calling task).
@@ -90,9 +100,9 @@ public actor Playback {
         await stopCurrent()
         let job = Job(isCue: true)
         guard let speaker = try? await open(for: audio, job) else { return false }
-        start(audio, on: speaker, job) { [weak self] result in
+        start(audio, on: speaker, job) { [weak self, work] result in
             guard let self else { return }
-            Task { await self.cueEnded(job, result) }
+            work.start { await self.cueEnded(job, result) }
         }
         if untilEnd { await job.done() }
         return true

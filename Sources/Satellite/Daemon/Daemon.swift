@@ -134,10 +134,8 @@ public final class Daemon: Sendable {
                 _ = await (written, told)
             },
             // Closed last, once nothing can be using the microphone any more.
-            Service("microphone") {
-                await Service.untilCancelled()
-                await capture.close()
-            },
+            Service("microphone") { await capture.run() },
+            Service("speaker") { await playback.run() },
             Service("discovery") { await discovery.run() },
             Service("link") { started in
                 // Before the stream asks it for the server, and before READY=1, so the first state

@@ -82,8 +82,9 @@ public actor WakeWordService {
     private func startReading() async {
         opened += 1
         let number = opened
-        let ear = WakeWordEar(engine: engine, gate: gate) { [weak self] outcome in
-            Task { await self?.heard(outcome, number: number) }
+        let ear = WakeWordEar(engine: engine, gate: gate) { [weak self, work] outcome in
+            guard let self else { return }
+            work.start { await self.heard(outcome, number: number) }
         }
         let feed: CaptureFeed
         do {
@@ -113,6 +114,8 @@ public actor WakeWordService {
             // When the detector decided, for scripts/bench.
             bus.notice(.debug, "Wake word decided.", ["monotonic_ns": String(decidedAt)])
             if let resetFailed { fail(resetFailed) }
+            // Not a child of run(): the wake word's service stops first at shutdown, and the turn it
+            // started must end through the conversation (shutting_down), not by being cancelled here.
             Task {
                 await startTurn()
                 await self.turnEnded()
