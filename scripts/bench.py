@@ -139,11 +139,13 @@ FIGURES = [
     Figure("false_audio_min", "Non-wake speech and noise heard (context)", "min", 1),
 ] + [Figure(f"{side}false_wakes_{model}", f"False wakes per hour, {model}: the {who}", "/h", 2)
      for _, model in CORPUS_WORDS for side, who in (("", "satellite"), ("reference_", "reference"))] + [
+    Figure("corpus_ns_off", "The corpus after 2 s of its noise, each clip with its own word's model: woke, heard as it is", "", 0),
+    Figure("corpus_ns_on", "… woke, heard through the daemon's noise suppression first (noiseSuppression, the default)", "", 0),
     Figure("engine_cpu_s_per_min", "The engine's CPU per minute of audio (front end and model, okay_nabu)", "s/min", 4),
     Figure("frontend_cpu_s_per_min", "… of which the front end (MicroFrontend)", "s/min", 4),
     Figure("model_cpu_s_per_min", "… of which the model (TensorFlow Lite's invoke, quantising)", "s/min", 4),
     Figure("reference_engine_cpu_s_per_min", "The reference's CPU per minute of audio (pymicro-features, pymicro-wakeword)", "s/min", 4),
-    section("A room with an echo (issue 15): the speaker through sox's reverb, 12 dB down, 40 ms late, into the microphone"),
+    section("A room with an echo (issue 15): the speaker through sox's reverb, 12 dB down, 100 ms late, into the microphone"),
     Figure("erle_speech_db", "ERLE on speech, after the answer's first 2 s (echoCancel on)", "dB", 1),
     Figure("erle_tones_db", "ERLE on music-like tones (plucked chords), after 2 s", "dB", 1),
     Figure("erle_off_db", "ERLE with echoCancel off (context: what the microphone heard)", "dB", 1),
@@ -1076,7 +1078,7 @@ pcm.benchspeaker {{ type plug slave {{ pcm "benchspeaker_file" format S16_LE rat
         dB SNR; every clip heard by each of the three models, ours and the reference's."""
         self.check_time("the wake word corpus")
         noises = {kind: self.noise(kind, 60) for kind in ("whitenoise", "pinknoise")}
-        clips = []  # (path, phrase, snr, description)
+        clips = []  # (path, model, snr, description, the speech alone)
         for phrase, model in CORPUS_WORDS:
             for voice in CORPUS_VOICES:
                 for rate in CORPUS_RATES:
@@ -1086,7 +1088,7 @@ pcm.benchspeaker {{ type plug slave {{ pcm "benchspeaker_file" format S16_LE rat
                         at = (len(clips) * 7919) % len(noises["whitenoise"])
                         self.mixed(said, noises.get(kind), at, snr).tofile(path)
                         where = "clean" if snr is None else f"{kind} {snr} dB SNR"
-                        clips.append((path, model, snr, f'"{phrase}" {voice} {rate} wpm, {where}'))
+                        clips.append((path, model, snr, f'"{phrase}" {voice} {rate} wpm, {where}', said))
         paths = [c[0] for c in clips]
         woke = {}  # (side, clip index, model) -> bool
         for _, model in CORPUS_WORDS:
@@ -1118,6 +1120,46 @@ pcm.benchspeaker {{ type plug slave {{ pcm "benchspeaker_file" format S16_LE rat
             self.corpus_rows.append(row)
         for path in paths:
             os.remove(path)
+        self.corpus_suppressed(clips, noises)
+
+    def corpus_suppressed(self, clips, noises):
+        """Whether noise suppression before the wake word (INTERFACE.md's noiseSuppression, on by default)
+        helps it or harms it: each corpus clip again, 2 s of its own noise before the speech (the daemon's
+        suppressor has long learnt the room's noise when the word is said), heard by the satellite's engine
+        as it is and through the daemon's processing with noise suppression alone (wakeword-bench
+        --played with nothing played, --processing ns). The reference has no suppressor: not compared."""
+        import numpy as np
+        self.check_time("the corpus through noise suppression")
+        silent = self.path("played-nothing.raw")
+        open(silent, "wb").close()
+        folder = os.path.join(ROOT, ".build", "wakeword")
+        woke = {"off": 0, "on": 0}
+        self.corpus_ns_rows = {}
+        for _, model in CORPUS_WORDS:
+            chosen = [(i, c) for i, c in enumerate(clips) if c[1] == model]
+            paths = []
+            for i, (_, _, snr, description, speech) in chosen:
+                said = np.concatenate([np.zeros(32000, dtype="<i2"), speech])
+                kind = "pinknoise" if "pinknoise" in description else "whitenoise"
+                path = self.path(f"corpus-ns-{i}.raw")
+                self.mixed(said, noises[kind] if snr is not None else None, (i * 7919) % len(noises["whitenoise"]), snr).tofile(path)
+                paths.append(path)
+            plain = json.loads(run([os.path.join(self.bin, "wakeword-bench"), folder, model] + paths))
+            suppressed = json.loads(run([os.path.join(self.bin, "wakeword-bench"), "--played", silent, "--processing", "ns",
+                                         folder, model] + paths))
+            for (i, c), a, b in zip(chosen, plain["clips"], suppressed["clips"]):
+                row = self.corpus_ns_rows.setdefault("clean" if c[2] is None else f"{c[2]} dB SNR", [0, 0, 0])
+                row[0] += 1
+                row[1] += bool(a["wakes"])
+                row[2] += bool(b["wakes"])
+                woke["off"] += bool(a["wakes"])
+                woke["on"] += bool(b["wakes"])
+            for path in paths:
+                os.remove(path)
+        FIG["corpus_ns_off"].samples.append(woke["off"])
+        FIG["corpus_ns_on"].samples.append(woke["on"])
+        self.notes.append("The corpus after 2 s of its noise, woke as it is / through noise suppression, by noise: "
+                          + "; ".join(f"{k} {r[1]}/{r[2]} of {r[0]}" for k, r in self.corpus_ns_rows.items()) + ".")
 
     def false_wakes(self):
         """--false-wake-minutes of espeak-ng reading this project's manual (never a wake word) in

@@ -1,7 +1,12 @@
 # scripts/bench's echo section (issue 15): a room with an echo, as the tests build
 # it (Tests/SatelliteTests/Support/EchoRoom.swift): the daemon's speaker writes a
-# FIFO, what it played goes through sox (reverb, 12 dB down) and comes back 40 ms
-# later into the microphone's FIFO, under a talker. Measured: ERLE on speech and
+# FIFO, what it played goes through sox (reverb, 12 dB down) and comes back 100 ms
+# later into the microphone's FIFO, under a talker. The 100 ms (it was 40) and the
+# fresh start for each answer keep the room's own path steady: with 40 ms the
+# echo ran short whenever the speaker's FIFO or sox gave their bytes late, and
+# the path grew by what was missing, within an answer (the daemon measured
+# 191 then 198, 185 then 206, 177 then 188 ms), where a card on one clock
+# keeps its delay; the wake word was missed in exactly those answers. Measured: ERLE on speech and
 # on music-like tones (the capture's copy before processing against `meter`
 # after it), the wake word said over an answer at speaker-to-talker ratios of
 # 0, 6 and 12 dB (detected or not; the decision to playback stopped), and CPU
@@ -38,7 +43,7 @@ def rms(samples):
 class EchoRoom:
     """The speaker's FIFO through sox back into the microphone's FIFO, 20 ms at a time."""
 
-    def __init__(self, directory, delay_ms=40):
+    def __init__(self, directory, delay_ms=100):
         self.microphone = os.path.join(directory, "room-mic.fifo")
         self.speaker = os.path.join(directory, "room-speaker.fifo")
         for path in (self.microphone, self.speaker):
@@ -51,6 +56,10 @@ class EchoRoom:
         self.delay = delay_ms * 16
         self.lock = threading.Lock()
         self.talker, self.echo, self.echoing, self.stopped = array.array("h"), array.array("h"), False, False
+        # What moved the room's echo path, for the bench's notes: microphone periods dropped because the
+        # daemon was not reading, and echo that ran short while an answer played (the path grew by it).
+        self.dropped, self.short = [], []
+        self.heard_at = 0.0
         self.thread = threading.Thread(target=self.pump, daemon=True)
         self.thread.start()
 
@@ -86,7 +95,14 @@ class EchoRoom:
                         self.echo.extend([0] * self.delay)
                         self.echoing = True
                     self.echo.frombytes(back[: len(back) // 2 * 2])
+                    self.heard_at = time.monotonic()
+                elif self.echoing and not self.echo and time.monotonic() - self.heard_at > 0.3:
+                    # The speaker has stopped: the next answer's echo starts `delay` after its first sound,
+                    # as a real card's would, instead of wherever this one's ended.
+                    self.echoing = False
                 period = array.array("h", [0] * 320)
+                if self.echoing and 0 < len(self.echo) < 320:
+                    self.short.append((time.monotonic(), 320 - len(self.echo)))
                 for source in (self.talker, self.echo):
                     n = min(320, len(source))
                     for i in range(n):
@@ -96,6 +112,8 @@ class EchoRoom:
             fcntl.ioctl(self.mic_fd, termios.FIONREAD, queued)
             if queued[0] < 6400:
                 os.write(self.mic_fd, period.tobytes())
+            else:
+                self.dropped.append(time.monotonic())
             next_tick += 0.02
             time.sleep(max(0, next_tick - time.monotonic()))
 
@@ -251,6 +269,7 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
         try:
             b.await_notify(notify, daemon, "READY=1", 10)
             b.await_log(log, "Listening for the wake word", daemon, 15)
+            listening = time.monotonic()
             for trial in range(trials):
                 wakes = open(log).read().count("Heard the wake word")
                 speaking = open(log).read().count("State speaking.")
@@ -278,6 +297,11 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
         if key in self.fig:
             self.fig[key].samples.append(detected / trials)
         self.bench.notes.append(f"Wake word over an answer, echo {ratio_db} dB over the talker: {detected} of {trials}.")
+        delays = re.findall(r"Echo delay measured\..*\bdelay_ms=(-?\d+)", text)
+        dropped = [t for t in room.dropped if t > listening]
+        self.bench.notes.append(
+            f"The echo room at {ratio_db} dB: {len(dropped)} microphone periods dropped while the ear was open, the echo "
+            f"short {len(room.short)} times ({sum(n for _, n in room.short)} samples in all); delays measured (ms): {' '.join(delays)}.")
 
 
 class OfflineRoom:

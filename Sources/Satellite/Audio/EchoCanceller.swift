@@ -12,10 +12,10 @@
 // takes the bulk of the echo linearly, so WebRTC's suppressor has little left
 // and is run gently. Offline (wakeword-bench --played, the room's delay drawn
 // over the 115–353 ms measured live): 39 of 40 at 6 dB, ERLE 29–34 dB. Live
-// (scripts/bench): ERLE 30 dB, 7 of 10 at 6 dB, 1.3 % of a core while an answer
-// plays. Live is below offline because the test room's echo path steps by
-// 8–12 ms within an answer (the paced card), and each step costs the filters
-// a second to follow. BENCHMARKS.md has the rest.
+// (scripts/bench): ERLE 30 dB, 9 of 10 at 6 dB (6 and 7 of 10 while the bench's room
+// let its own path grow within an answer), 1.3 % of a core while an answer
+// plays. A delay that moves within an answer costs the filters about a second
+// to follow. BENCHMARKS.md has the rest.
 // Measured and not taken: speexdsp fed what was played unshifted, with a
 // filter long enough for every delay (600 ms), so that a delay measured wrong
 // cannot misalign it: a long filter converges slowly (8–13 dB after 2 s alone),
