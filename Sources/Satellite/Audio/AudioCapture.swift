@@ -34,7 +34,8 @@ public actor AudioCapture {
         self.watch = DeviceWatch(device: device, bus: bus, backoff: retry, work: work, event: SatelliteEvent.microphone)
     }
 
-    /// Runs what the microphone starts until cancelled, then closes the device.
+    /// Runs what the microphone starts until cancelled, then closes the device. Whoever makes an
+    /// AudioCapture runs it: without run(), no retry, listener or failure is carried through.
     public func run() async {
         async let children: Void = work.run()
         await Service.untilCancelled()
@@ -55,8 +56,7 @@ public actor AudioCapture {
         if let stream = current?.attach() { return stream }
         let capture = try await openDevice(periodFrames: periodFrames)
         return capture.frames { [weak self, work] error in
-            guard let self else { return }
-            work.start { await self.captureFailed(capture, error) }
+            work.start { [weak self] in await self?.captureFailed(capture, error) }
         }
     }
 
@@ -67,8 +67,7 @@ public actor AudioCapture {
         if muted { throw ALSAError(function: "snd_pcm_open", code: -EPERM, device: device) }
         let capture = try await openDevice(periodFrames: periodFrames)
         return capture.feed(sink) { [weak self, work] error in
-            guard let self else { return }
-            work.start { await self.captureFailed(capture, error) }
+            work.start { [weak self] in await self?.captureFailed(capture, error) }
         }
     }
 
@@ -156,6 +155,8 @@ public actor AudioCapture {
             forward.cancel()
             deadline.cancel()
         }
+        // Once run() has ended (shutdown), nothing is started: the listener is not left waiting.
+        if forward.hasEnded { out.finish() }
         return stream
     }
 

@@ -65,7 +65,8 @@ public actor Playback {
         self.watch = DeviceWatch(device: device, bus: bus, backoff: retry, work: work, event: SatelliteEvent.speaker)
     }
 
-    /// Runs what the speaker starts until cancelled, then stops what plays.
+    /// Runs what the speaker starts until cancelled, then stops what plays. Whoever makes a
+    /// Playback runs it: without run(), no retry is made and an ended cue is not let go.
     public func run() async {
         async let children: Void = work.run()
         await Service.untilCancelled()
@@ -101,8 +102,7 @@ public actor Playback {
         let job = Job(isCue: true)
         guard let speaker = try? await open(for: audio, job) else { return false }
         start(audio, on: speaker, job) { [weak self, work] result in
-            guard let self else { return }
-            work.start { await self.cueEnded(job, result) }
+            work.start { [weak self] in await self?.cueEnded(job, result) }
         }
         if untilEnd { await job.done() }
         return true

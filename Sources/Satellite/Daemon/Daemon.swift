@@ -133,7 +133,7 @@ public final class Daemon: Sendable {
                 async let told: Void = notifier.run(notifierEvents, room: room)
                 _ = await (written, told)
             },
-            // Closed last, once nothing can be using the microphone any more.
+            // Stopped last (the speaker, then the microphone), once nothing can be using either any more.
             Service("microphone") { await capture.run() },
             Service("speaker") { await playback.run() },
             Service("discovery") { await discovery.run() },

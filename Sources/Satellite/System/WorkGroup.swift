@@ -25,6 +25,9 @@ public final class WorkGroup: Sendable {
         /// Cancels the work (it sees task cancellation).
         public func cancel() { opener.finish() }
 
+        /// True once the work has ended, or at once when it came after run() had ended and never ran.
+        public var hasEnded: Bool { state.withLock { $0.ended } }
+
         /// Returns once the work has ended.
         public func wait() async {
             await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in

@@ -83,8 +83,7 @@ public actor WakeWordService {
         opened += 1
         let number = opened
         let ear = WakeWordEar(engine: engine, gate: gate) { [weak self, work] outcome in
-            guard let self else { return }
-            work.start { await self.heard(outcome, number: number) }
+            work.start { [weak self] in await self?.heard(outcome, number: number) }
         }
         let feed: CaptureFeed
         do {
