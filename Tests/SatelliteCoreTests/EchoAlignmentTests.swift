@@ -24,6 +24,23 @@ import Testing
         #expect(EchoDelay.estimate(near: near, far: far, farLead: 8000, lags: -3200...8000)?.lag == 512)
     }
 
+    @Test func theCoarseSearchPicksTheLagThePlainCorrelationPicks() {
+        // Eight at a time in Float against one at a time in Double, on a talker over an echo and on
+        // lengths that are not a multiple of eight.
+        for (seed, count) in [(UInt64(2), 4000), (3, 3997), (4, 1001)] {
+            let far = Signal.noise((count + 1000) / 16 + 1, dBFS: -20, seed: seed)
+            let talker = Signal.noise(count / 16 + 1, dBFS: -26, seed: seed + 10)
+            let near = zip(echo(of: far, lag: 211, lead: 700, count: count, gain: 0.3), talker).map { Int16(clamping: Int($0) + Int($1)) }
+            let lags = -200...700
+            let plain = lags.max { a, b in
+                (EchoDelay.correlation(near, far, offset: 700 - a) ?? 0) < (EchoDelay.correlation(near, far, offset: 700 - b) ?? 0)
+            }
+            let coarse = EchoDelay.bestCoarseLag(near: near.map(Float.init), far: far.map(Float.init), farLead: 700, lags: lags)
+            #expect(coarse == 211)
+            #expect(coarse == plain)
+        }
+    }
+
     @Test func noEchoIsNoEstimate() {
         let far = Signal.noise(1800, dBFS: -20)
         let near = Signal.noise(1000, dBFS: -20, seed: 5)
