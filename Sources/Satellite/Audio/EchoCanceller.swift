@@ -209,11 +209,13 @@ public final class EchoCanceller {
         if let answer = measuring.state.withLock({ m in defer { m.answer = nil }; return m.answer }) { alignment.measured(answer) }
         let reference = wantsReference ? alignment.heard(chunk, at: start) : [Int16](repeating: 0, count: count)
         if let input = alignment.takeMeasurement(), measuring.state.withLock({ m in defer { m.running = true }; return !m.running }) {
-            // About 10 ms of a core: not on the audio thread, which has a period to keep.
-            Task.detached(priority: .utility) { [measuring] in
+            // About 10 ms of a core: not on the audio thread, which has a period to keep, nor on Swift's
+            // pool, which has two threads here; on a spare thread (the last measurement's, mostly).
+            let started = SpareThreads.shared.run(name: "echo-delay") { [measuring] in
                 let estimate = EchoDelay.estimate(input)
                 measuring.state.withLock { $0 = (false, .some(estimate)) }
             }
+            if !started { measuring.state.withLock { $0.running = false } }
         }
         if alignment.delay != lastDelay, let delay = alignment.delay {
             lastDelay = delay
