@@ -66,16 +66,11 @@ public actor Discovery {
         let key = nextWatcher
         watchers[key] = continuation
         continuation.yield(servers)
-        continuation.onTermination = { _ in Task { await self.forget(key) } }
         return stream
     }
 
     /// For the watchdog: the actor answers.
     public func ping() -> Bool { true }
-
-    private func forget(_ key: Int) {
-        watchers.removeValue(forKey: key)
-    }
 
     private func handle(_ event: AvahiBrowser.Event) {
         switch event {
@@ -144,7 +139,10 @@ public actor Discovery {
             }
         }
         servers = list
-        for watcher in watchers.values { watcher.yield(list) }
+        // A reader that has gone is forgotten here, when the list it would have had is told (no task to forget it sooner).
+        for (key, watcher) in watchers {
+            if case .terminated = watcher.yield(list) { watchers.removeValue(forKey: key) }
+        }
     }
 
     private func fields(_ server: DiscoveredServer) -> [String: String] {
