@@ -37,11 +37,10 @@ public actor AudioCapture {
     /// Runs what the microphone starts until cancelled, then closes the device. Whoever makes an
     /// AudioCapture runs it: without run(), no retry, listener or failure is carried through.
     public func run() async {
-        async let children: Void = work.run()
-        await Service.untilCancelled()
-        watch.stop()
-        await close()
-        await children
+        await work.run {
+            watch.stop()
+            await close()
+        }
     }
 
     /// Opens the microphone and returns the stream of its chunks for the one consumer.

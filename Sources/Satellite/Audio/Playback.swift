@@ -68,11 +68,10 @@ public actor Playback {
     /// Runs what the speaker starts until cancelled, then stops what plays. Whoever makes a
     /// Playback runs it: without run(), no retry is made and an ended cue is not let go.
     public func run() async {
-        async let children: Void = work.run()
-        await Service.untilCancelled()
-        watch.stop()
-        await stopCurrent()
-        await children
+        await work.run {
+            watch.stop()
+            await stopCurrent()
+        }
     }
 
     /// Plays `audio` and returns when it has been heard, or was cancelled (by `cancel()`,

@@ -68,6 +68,16 @@ public final class WorkGroup: Sendable {
     /// No more work is taken: run() returns once what runs has ended (a part that drains on its own).
     public func finish() { queue.finish() }
 
+    /// A part's whole `run()`, for a part that holds something until shutdown: the work as it is
+    /// started, until cancelled; then `stopping` (on the caller's actor: the part lets go of what it
+    /// holds, which ends what uses it), and returns once the work has ended.
+    public func run(isolation: isolated (any Actor)? = #isolation, thenOnCancel stopping: () async -> Void) async {
+        async let children: Void = run()
+        await Service.untilCancelled()
+        await stopping()
+        await children
+    }
+
     /// Runs the work as it is started, until cancelled; then cancels what runs and waits for its end.
     public func run() async {
         await withDiscardingTaskGroup { group in
