@@ -1,6 +1,6 @@
 // Echo cancelling from the outside: a real daemon in a room with an echo
 // (EchoRoom: the paced test card's speaker fed back into its microphone through
-// sox's reverb, 12 dB quieter and 40 ms late), answering a question with
+// sox's reverb, 12 dB quieter and 100 ms late), answering a question with
 // espeak-ng speech from the test server. While the answer plays, `meter`
 // reports what the daemon's microphone hears after processing; the test card's
 // capture copy has what it heard before. Their ratio over the answer after its

@@ -1,7 +1,11 @@
 // A room with an echo (../shared/TESTING.md): the daemon's speaker writes into
 // a FIFO, what it played goes through a real `sox` (reverb, and quieter) and
 // comes back into the microphone's FIFO `delayMs` later, under whatever the
-// test says into the room. One thread of its own paces the room at 20 ms, as
+// test says into the room. Each answer's echo starts `delayMs` after its first
+// sound, once the speaker has been quiet for 300 ms, as a card on one clock
+// keeps its delay: with 40 ms in hand and the first answer's start kept for the
+// room's life, a late read of the speaker's FIFO or of sox ran the echo dry and
+// the path grew by what was missing (scripts/bench_echo.py's room, the same). One thread of its own paces the room at 20 ms, as
 // MicFeeder's live room does: what nobody reads is gone. Easy to get wrong:
 // both FIFOs are held read-write and non-blocking, so neither the daemon's open
 // nor a device closing ever blocks or kills anything; and sox is fed and read
@@ -30,10 +34,12 @@ final class EchoRoom: Sendable {
         /// Echo samples added to the room so far (for the test to know the speaker was heard).
         var echoed = 0
         var echoing = false
+        /// When sox last gave echo back.
+        var heardAt = ContinuousClock.now
     }
 
     /// `gainDB` (negative: quieter) and sox's `reverb` as given, `delayMs` on top of sox's own.
-    init(directory: String, delayMs: Int = 40, gainDB: Double = -12, reverb: [String] = ["40", "50", "60"]) throws {
+    init(directory: String, delayMs: Int = 100, gainDB: Double = -12, reverb: [String] = ["40", "50", "60"]) throws {
         microphone = directory + "/room-mic.fifo"
         speaker = directory + "/room-speaker.fifo"
         delay = delayMs * 16
@@ -96,6 +102,12 @@ final class EchoRoom: Sendable {
                     // The echo starts `delay` after the first sound: the path through the air.
                     if !s.echoing { s.echo.append(contentsOf: repeatElement(0, count: delay)); s.echoing = true }
                     s.echo.append(contentsOf: samples)
+                    s.heardAt = .now
+                }
+            } else {
+                state.withLock { s in
+                    // The speaker has stopped: the next answer's echo starts afresh.
+                    if s.echoing, s.echo.isEmpty, ContinuousClock.now - s.heardAt > .milliseconds(300) { s.echoing = false }
                 }
             }
             let period: [Int16] = state.withLock { s in
