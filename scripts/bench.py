@@ -1641,7 +1641,7 @@ def main():
         if args.false_wake_minutes > 0:
             print(f"{args.false_wake_minutes:g} minutes of speech for false wakes…", file=sys.stderr, flush=True)
             bench.false_wakes()
-        if args.echo_runs > 0 or args.barge_trials > 0:
+        if args.echo_runs > 0 or args.barge_trials > 0 or args.offline_barge_trials > 0:
             echo = EchoBench(bench, FIG, cpu_seconds, own_status, mb, BenchError)
             echo.prepare()
             echo.erle(args.echo_runs)
