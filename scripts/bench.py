@@ -1604,7 +1604,7 @@ def main():
     parser.add_argument("--command", default="scripts/bench", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.wake:
-        args.runs, args.trips, args.callgrind_seconds, args.echo_runs, args.barge_trials = 0, 0, 0, 0, 0
+        args.runs, args.trips, args.callgrind_seconds, args.echo_runs, args.barge_trials, args.offline_barge_trials = 0, 0, 0, 0, 0, 0
 
     # SIGTERM (and SIGHUP) take the same way out as Ctrl-C, so `finally` stops everything.
     def interrupted(signum, frame):
