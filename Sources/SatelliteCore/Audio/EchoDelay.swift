@@ -85,6 +85,7 @@ public enum EchoDelay {
 
     /// The sum of `a[i] · b[offset + i]`, eight at a time.
     static func dot(_ a: UnsafeBufferPointer<Float>, _ b: UnsafeBufferPointer<Float>, offset: Int) -> Float {
+        precondition(offset >= 0 && offset + a.count <= b.count, "b must cover a from offset")
         guard let aBase = a.baseAddress, let bBase = b.baseAddress else { return 0 }
         let left = UnsafeRawPointer(aBase), right = UnsafeRawPointer(bBase + offset)
         var lanes = SIMD8<Float>()
