@@ -265,7 +265,7 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
         wake = self.wake
         gain = self.echo_rms / max(1.0, rms(wake[4800:-4800])) / 10 ** (ratio_db / 20)
         quiet = array.array("h", [max(-32768, min(32767, int(s * gain))) for s in wake])
-        detected = 0
+        detected, outcomes = 0, []
         try:
             b.await_notify(notify, daemon, "READY=1", 10)
             b.await_log(log, "Listening for the wake word", daemon, 15)
@@ -277,8 +277,14 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
                 if not self.await_count(log, "State speaking.", speaking + 1, daemon, 30):
                     raise self.error(f"barge-in trial {trial}: the answer did not play; see {log} (--keep)")
                 room.say(array.array("h", [0] * 40000) + quiet)
-                if self.await_count(log, "Heard the wake word", wakes + 2, daemon, 8):
+                said = time.monotonic() + 2.5
+                heard = self.await_count(log, "Heard the wake word", wakes + 2, daemon, 8)
+                if heard:
                     detected += 1
+                # What the room lost while the word was said: periods nobody read, echo that ran short.
+                end = said + len(quiet) / 16000 + 0.5
+                outcomes.append((heard, sum(1 for t in room.dropped if said <= t <= end),
+                                 sum(n for t, n in room.short if said <= t <= end)))
                 # Idle again: the new turn hears nothing, or the answer ends.
                 idles = open(log).read().count("State idle.")
                 self.await_count(log, "State idle.", idles + 1, daemon, 30)
@@ -297,6 +303,9 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
         if key in self.fig:
             self.fig[key].samples.append(detected / trials)
         self.bench.notes.append(f"Wake word over an answer, echo {ratio_db} dB over the talker: {detected} of {trials}.")
+        self.bench.notes.append(
+            f"Each trial at {ratio_db} dB (heard, microphone periods dropped and echo samples short while the word was said): "
+            + "; ".join(f"{'heard' if h else 'missed'} {d} {n}" for h, d, n in outcomes) + ".")
         delays = re.findall(r"Echo delay measured\..*\bdelay_ms=(-?\d+)", text)
         dropped = [t for t in room.dropped if t > listening]
         self.bench.notes.append(
