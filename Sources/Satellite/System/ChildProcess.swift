@@ -120,6 +120,8 @@ final class ChildProcess: Sendable {
     /// SIGTERM to the group now, and SIGKILL after `grace` if the child has not ended by then.
     func stop(grace: Duration) {
         signalGroup(SIGTERM)
+        // A task of its own, not a child of the caller: at shutdown the caller is cancelled, and the
+        // grace must still be given; a sleep in a cancelled task ends at once.
         Task { [self] in
             try? await Task.sleep(for: grace)
             signalGroup(SIGKILL)
