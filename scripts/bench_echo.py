@@ -60,6 +60,12 @@ class EchoRoom:
         # daemon was not reading, and echo that ran short while an answer played (the path grew by it).
         self.dropped, self.short = [], []
         self.heard_at = 0.0
+        # The room on one timeline of 20 ms ticks from `started`: what the microphone was given
+        # (dropped or not) and what the speaker gave, placed at the tick it was read; for a trial to
+        # be cut out and heard again offline (wakeword-bench --played). Not a faithful replay: a read
+        # that comes a tick late moves the rest of the log by up to 20 ms, where the room's own echo
+        # (a queue drained at a fixed rate) keeps its lag.
+        self.started, self.heard_log, self.played_log = time.monotonic(), array.array("h"), array.array("h")
         self.thread = threading.Thread(target=self.pump, daemon=True)
         self.thread.start()
 
@@ -77,12 +83,15 @@ class EchoRoom:
         os.close(self.speaker_fd)
 
     def pump(self):
-        next_tick = time.monotonic()
+        next_tick = self.started
         while not self.stopped:
             try:
                 played = os.read(self.speaker_fd, 65536)
                 self.sox.stdin.write(played)
                 self.sox.stdin.flush()
+                if len(self.played_log) < len(self.heard_log):
+                    self.played_log.extend([0] * (len(self.heard_log) - len(self.played_log)))
+                self.played_log.frombytes(played[: len(played) // 2 * 2])
             except BlockingIOError:
                 pass
             try:
@@ -108,6 +117,7 @@ class EchoRoom:
                     for i in range(n):
                         period[i] = max(-32768, min(32767, period[i] + source[i]))
                     del source[:n]
+            self.heard_log.extend(period)
             queued = array.array("i", [0])
             fcntl.ioctl(self.mic_fd, termios.FIONREAD, queued)
             if queued[0] < 6400:
@@ -285,6 +295,18 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
                 end = said + len(quiet) / 16000 + 0.5
                 outcomes.append((heard, sum(1 for t in room.dropped if said <= t <= end),
                                  sum(n for t, n in room.short if said <= t <= end)))
+                # The trial as the room had it, from half a second before the answer to 2 s after the
+                # word, with what the speaker played on the same timeline (kept with --keep).
+                first = max(0, int((said - 3.0 - room.started) * 16000))
+                last = int((end + 1.5 - room.started) * 16000)
+                with room.lock:
+                    heard_part, played_part = room.heard_log[first:last], room.played_log[first:last]
+                played_part.extend([0] * (len(heard_part) - len(played_part)))
+                name = f"trial{trial}-{'heard' if heard else 'missed'}"
+                with open(os.path.join(d, name + ".raw"), "wb") as f:
+                    heard_part.tofile(f)
+                with open(os.path.join(d, name + "-played.raw"), "wb") as f:
+                    played_part.tofile(f)
                 # Idle again: the new turn hears nothing, or the answer ends.
                 idles = open(log).read().count("State idle.")
                 self.await_count(log, "State idle.", idles + 1, daemon, 30)
