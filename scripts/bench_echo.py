@@ -6,8 +6,7 @@
 # echo ran short whenever the speaker's FIFO or sox gave their bytes late, and
 # the path grew by what was missing, within an answer (the daemon measured
 # 191 then 198, 185 then 206, 177 then 188 ms), where a card on one clock
-# keeps its delay; the wake word was missed in exactly those answers. Measured: ERLE on speech and
-# on music-like tones (the capture's copy before processing against `meter`
+# keeps its delay. Measured: ERLE on speech and on music-like tones (the capture's copy before processing against `meter`
 # after it), the wake word said over an answer at speaker-to-talker ratios of
 # 0, 6 and 12 dB (detected or not; the decision to playback stopped), and CPU
 # and RSS over an answer with the processing on and off. Easy to get wrong: the
@@ -327,7 +326,7 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
         self.bench.notes.append(f"Wake word over an answer, echo {ratio_db} dB over the talker: {detected} of {trials}.")
         self.bench.notes.append(
             f"Each trial at {ratio_db} dB (heard, microphone periods dropped and echo samples short while the word was said): "
-            + "; ".join(f"{'heard' if h else 'missed'} {d} {n}" for h, d, n in outcomes) + ".")
+            + "; ".join(f"{'heard' if woke else 'missed'} {lost} {short}" for woke, lost, short in outcomes) + ".")
         delays = re.findall(r"Echo delay measured\..*\bdelay_ms=(-?\d+)", text)
         dropped = [t for t in room.dropped if t > listening]
         self.bench.notes.append(

@@ -12,8 +12,8 @@
 // takes the bulk of the echo linearly, so WebRTC's suppressor has little left
 // and is run gently. Offline (wakeword-bench --played, the room's delay drawn
 // over the 115–353 ms measured live): 39 of 40 at 6 dB, ERLE 29–34 dB. Live
-// (scripts/bench): ERLE 30 dB, 9 of 10 at 6 dB (6 and 7 of 10 while the bench's room
-// let its own path grow within an answer), 1.3 % of a core while an answer
+// (scripts/bench): ERLE 30 dB, 42 of 50 at 6 dB over five runs (each miss with
+// about 7 dB more echo left over), 1.3 to 1.7 % of a core while an answer
 // plays. A delay that moves within an answer costs the filters about a second
 // to follow. BENCHMARKS.md has the rest.
 // Measured and not taken: speexdsp fed what was played unshifted, with a
@@ -209,7 +209,7 @@ public final class EchoCanceller {
         if let answer = measuring.state.withLock({ m in defer { m.answer = nil }; return m.answer }) { alignment.measured(answer) }
         let reference = wantsReference ? alignment.heard(chunk, at: start) : [Int16](repeating: 0, count: count)
         if let input = alignment.takeMeasurement(), measuring.state.withLock({ m in defer { m.running = true }; return !m.running }) {
-            // About 10 ms of a core: not on the audio thread, which has a period to keep, nor on Swift's
+            // About 2 ms of a core: not on the audio thread, which has a period to keep, nor on Swift's
             // pool, which has two threads here; on a spare thread (the last measurement's, mostly).
             let started = SpareThreads.shared.run(name: "echo-delay") { [measuring] in
                 let estimate = EchoDelay.estimate(input)

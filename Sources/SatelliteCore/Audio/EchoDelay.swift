@@ -1,8 +1,8 @@
 // The delay between what the speaker played and its echo in the microphone,
 // found by cross-correlation: the lag at which the microphone's audio looks
 // most like the speaker's. Searched at a quarter of the rate (4 kHz, boxes of
-// four samples) to keep it cheap on the audio thread, then refined at the full
-// rate around the best coarse lag. The coarse search is the cost: 2,800 lags of
+// four samples) to keep it cheap, then refined at the full rate around the
+// best coarse lag. The coarse search is the cost: 2,800 lags of
 // 4,000 products each. Done plainly in Double (each lag's energies summed
 // again, one product at a time) it took 52 ms a measurement on this machine
 // (Intel Xeon, `swiftc -O`), 1.2 s of CPU a minute in the live echo room;
@@ -63,7 +63,7 @@ public enum EchoDelay {
     /// highest above 0; nil when none is (silence, or no lag where `far` covers `near`).
     static func bestCoarseLag(near: [Float], far: [Float], farLead: Int, lags: ClosedRange<Int>) -> Int? {
         let nearEnergy = near.reduce(0.0) { $0 + Double($1) * Double($1) }
-        guard nearEnergy > 0, !near.isEmpty else { return nil }
+        guard nearEnergy > 0 else { return nil }
         // farEnergy[j] = the sum of far[0..<j] squared: any stretch's energy in one subtraction.
         var farEnergy = [Double](repeating: 0, count: far.count + 1)
         for j in far.indices { farEnergy[j + 1] = farEnergy[j] + Double(far[j]) * Double(far[j]) }

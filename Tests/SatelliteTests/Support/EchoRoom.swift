@@ -5,8 +5,9 @@
 // sound, once the speaker has been quiet for 300 ms, as a card on one clock
 // keeps its delay: with 40 ms in hand and the first answer's start kept for the
 // room's life, a late read of the speaker's FIFO or of sox ran the echo dry and
-// the path grew by what was missing (scripts/bench_echo.py's room, the same). One thread of its own paces the room at 20 ms, as
-// MicFeeder's live room does: what nobody reads is gone. Easy to get wrong:
+// the path grew by what was missing (scripts/bench_echo.py's room, the same).
+// One thread of its own paces the room at 20 ms, as MicFeeder's live room
+// does: what nobody reads is gone. Easy to get wrong:
 // both FIFOs are held read-write and non-blocking, so neither the daemon's open
 // nor a device closing ever blocks or kills anything; and sox is fed and read
 // without blocking, its output taken as it comes.
