@@ -60,13 +60,22 @@ class EchoRoom:
         self.dropped, self.short = [], []
         self.heard_at = 0.0
         # The room on one timeline of 20 ms ticks from `started`: what the microphone was given
-        # (dropped or not) and what the speaker gave, placed at the tick it was read; for a trial to
-        # be cut out and heard again offline (wakeword-bench --played). Not a faithful replay: a read
-        # that comes a tick late moves the rest of the log by up to 20 ms, where the room's own echo
-        # (a queue drained at a fixed rate) keeps its lag.
+        # (dropped or not) and what the speaker played, for a trial to be cut out and heard again
+        # offline (wakeword-bench --played). What was played is placed by its echo, not by when it was
+        # read: each sample sox is given waits in `dry`, a twin of the echo's queue, and is logged at the
+        # tick its echo is heard (a trial is cut `delay` later from it), so the replay has the room's
+        # own path, sample for sample.
         self.started, self.heard_log, self.played_log = time.monotonic(), array.array("h"), array.array("h")
+        self.fed, self.dry, self.odd = array.array("h"), array.array("h"), {"played": b"", "back": b""}
         self.thread = threading.Thread(target=self.pump, daemon=True)
         self.thread.start()
+
+    def whole(self, side, data):
+        """`data` up to its last whole sample, with the byte a read left over before it."""
+        data = self.odd[side] + data
+        cut = len(data) // 2 * 2
+        self.odd[side] = data[cut:]
+        return data[:cut]
 
     def say(self, samples):
         """`samples`: an array of 16-bit samples."""
@@ -88,21 +97,24 @@ class EchoRoom:
                 played = os.read(self.speaker_fd, 65536)
                 self.sox.stdin.write(played)
                 self.sox.stdin.flush()
-                if len(self.played_log) < len(self.heard_log):
-                    self.played_log.extend([0] * (len(self.heard_log) - len(self.played_log)))
-                self.played_log.frombytes(played[: len(played) // 2 * 2])
+                self.fed.frombytes(self.whole("played", played))
             except BlockingIOError:
                 pass
             try:
-                back = os.read(self.sox.stdout.fileno(), 65536)
+                back = self.whole("back", os.read(self.sox.stdout.fileno(), 65536))
             except BlockingIOError:
                 back = b""
             with self.lock:
-                if len(back) >= 2:
+                if back:
                     if not self.echoing:
                         self.echo.extend([0] * self.delay)
+                        self.dry.extend([0] * self.delay)
                         self.echoing = True
-                    self.echo.frombytes(back[: len(back) // 2 * 2])
+                    self.echo.frombytes(back)
+                    # sox gives back one sample for each it was given, in order.
+                    n = len(back) // 2
+                    self.dry.extend(self.fed[:n])
+                    del self.fed[:n]
                     self.heard_at = time.monotonic()
                 elif self.echoing and not self.echo and time.monotonic() - self.heard_at > 0.3:
                     # The speaker has stopped: the next answer's echo starts `delay` after its first sound,
@@ -116,7 +128,10 @@ class EchoRoom:
                     for i in range(n):
                         period[i] = max(-32768, min(32767, period[i] + source[i]))
                     del source[:n]
-            self.heard_log.extend(period)
+                dry = self.dry[:320]
+                del self.dry[:320]
+                self.heard_log.extend(period)
+                self.played_log.extend(dry + array.array("h", [0] * (320 - len(dry))))
             queued = array.array("i", [0])
             fcntl.ioctl(self.mic_fd, termios.FIONREAD, queued)
             if queued[0] < 6400:
@@ -299,7 +314,8 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
                 first = max(0, int((said - 3.0 - room.started) * 16000))
                 last = int((end + 1.5 - room.started) * 16000)
                 with room.lock:
-                    heard_part, played_part = room.heard_log[first:last], room.played_log[first:last]
+                    heard_part = room.heard_log[first:last]
+                    played_part = room.played_log[first + room.delay:last + room.delay]
                 played_part.extend([0] * (len(heard_part) - len(played_part)))
                 name = f"trial{trial}-{'heard' if heard else 'missed'}"
                 with open(os.path.join(d, name + ".raw"), "wb") as f:
