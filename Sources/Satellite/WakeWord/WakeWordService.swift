@@ -51,12 +51,9 @@ public actor WakeWordService {
         async let children: Void = work.run()
         let events = bus.subscribe()
         bus.publish(.wakeWord(WakeWordHealth(model: engine.name, ok: true)))
-        let state = keeper.state
-        gate.state.withLock { $0.stateChanged(state) }
         await follow()
         for await event in events {
-            guard case .state(let state, _) = event else { continue }
-            gate.state.withLock { $0.stateChanged(state) }
+            guard case .state = event else { continue }
             await follow()
         }
         retrying?.cancel()
@@ -68,7 +65,18 @@ public actor WakeWordService {
 
     public func ping() -> Bool { true }
 
-    private var listens: Bool { gate.state.withLock { $0.listens } }
+    /// Whether the gate has the ear open, told the state as it is now, not as an event said it was:
+    /// a turn superseded over its answer ends here while the events of the turn that superseded it
+    /// may still be on their way, and a gate still at `speaking` would open the ear and take the
+    /// microphone from that turn (seen in scripts/bench: the new turn heard nothing until its 60 s
+    /// ran out).
+    private var listens: Bool {
+        let state = keeper.state
+        return gate.state.withLock { gate in
+            gate.stateChanged(state)
+            return gate.listens
+        }
+    }
 
     /// Opens the ear when the gate says so, closes it when not.
     private func follow() async {
