@@ -123,6 +123,10 @@ struct EchoCancelTests {
         // The new turn listens at once (its `start` went up before its phase moved).
         let listens = seen.contains { $0["event"] == "state" && $0["state"] == "listening" }
         #expect(listens ? true : await watcher.state("listening") != nil, "the new turn listens")
+        // And hears: the question after the word ends its capture. (The ear once took the microphone
+        // from it as the old turn ended, and it heard nothing until its timeout.)
+        let moved = await watcher.next { $0["event"] == "state" && $0["state"] != "listening" }
+        #expect(moved?["state"] == "thinking", "the new turn heard the question: \(String(describing: moved))")
         #expect(await daemon.stop() == 0)
     }
 
