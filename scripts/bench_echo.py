@@ -31,6 +31,14 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RAW = ["-t", "raw", "-r", "16000", "-e", "signed", "-b", "16", "-c", "1"]
 ROOM = ["reverb", "40", "50", "60", "vol", "-12dB"]
+# What the microphone's FIFO holds ahead of the reader (bytes): 320 ms. ALSA's file plugin fills
+# what a read of its infile comes short of with the card's silence, so a FIFO that holds less
+# than the daemon takes at once puts gaps into the microphone, which no card does. The ear reads
+# 120 ms periods, two at a time on the paced card; with 200 ms (as MicFeeder holds) each answer's
+# first seconds had gaps, the echo moved against what was played by up to 16 ms, and those were
+# the live misses (the daemon's own near and reference, dumped and heard again offline, missed
+# exactly where live did; with 320 ms its microphone is the room's sample for sample).
+HOLD = 10240
 ANSWER = ("The weather today is mostly sunny with a light breeze from the west, and temperatures reaching "
           "twenty degrees by the afternoon. Tomorrow brings rain in the morning, clearing later, so take an umbrella.")
 
@@ -134,7 +142,7 @@ class EchoRoom:
                 self.played_log.extend(dry + array.array("h", [0] * (320 - len(dry))))
             queued = array.array("i", [0])
             fcntl.ioctl(self.mic_fd, termios.FIONREAD, queued)
-            if queued[0] < 6400:
+            if queued[0] < HOLD:
                 os.write(self.mic_fd, period.tobytes())
             else:
                 self.dropped.append(time.monotonic())

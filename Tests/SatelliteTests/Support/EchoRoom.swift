@@ -27,6 +27,11 @@ final class EchoRoom: Sendable {
     private let soxIn: Int32
     private let soxOut: Int32
     private let delay: Int
+    /// What the microphone's FIFO holds ahead of the reader: 320 ms, more than MicFeeder's 200. ALSA's
+    /// file plugin fills what a read of its infile comes short of with silence, and the ear reads two
+    /// 120 ms periods at a time on the paced card: with 200 ms each answer's first seconds had gaps,
+    /// which moved the echo against what was played (scripts/bench_echo.py's HOLD has the measurement).
+    static let hold = 10240
 
     private struct State {
         var talker: [Int16] = []
@@ -123,7 +128,7 @@ final class EchoRoom: Sendable {
             }
             var queued: Int32 = 0
             _ = ioctl(micFD, UInt(FIONREAD), &queued)
-            if Int(queued) < MicFeeder.lead {
+            if Int(queued) < Self.hold {
                 _ = period.withUnsafeBytes { write(micFD, $0.baseAddress, $0.count) }
             }
             next += .milliseconds(20)
