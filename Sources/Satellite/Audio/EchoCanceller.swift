@@ -12,10 +12,11 @@
 // takes the bulk of the echo linearly, so WebRTC's suppressor has little left
 // and is run gently. Offline (wakeword-bench --played, the room's delay drawn
 // over the 115–353 ms measured live): 39 of 40 at 6 dB, ERLE 29–34 dB. Live
-// (scripts/bench): ERLE 30 dB, 42 of 50 at 6 dB over five runs (each miss with
-// about 7 dB more echo left over), 1.3 to 1.7 % of a core while an answer
-// plays. A delay that moves within an answer costs the filters about a second
-// to follow. BENCHMARKS.md has the rest.
+// (scripts/bench): ERLE 29–31 dB, 1.3 to 1.7 % of a core while an answer
+// plays; at 6 dB, 10 of 10 in the one run made since the test microphone's
+// gaps were found (the misses before were the test rig's: BENCHMARKS.md). A
+// delay that moves within an answer costs the filters about a second to
+// follow. BENCHMARKS.md has the rest.
 // Measured and not taken: speexdsp fed what was played unshifted, with a
 // filter long enough for every delay (600 ms), so that a delay measured wrong
 // cannot misalign it: a long filter converges slowly (8–13 dB after 2 s alone),
