@@ -86,6 +86,16 @@ import Testing
         for i in settled..<(references.count - alignment.margin) { #expect(references[i] == far[i - 720 + alignment.margin]) }
     }
 
+    @Test func anEchoLaterThanHalfASecondIsMeasured() {
+        // 650 ms: a path the test room's FIFOs made (one answer lay past the 0.5 s once searched).
+        var alignment = EchoAlignment()
+        let far = Signal.noise(4000, dBFS: -20)
+        let references = run(&alignment, far: far, start: 1_000_000, lag: 10400, jitter: 150)
+        #expect(alignment.delay == 10400)
+        let settled = 3 * 16000
+        for i in settled..<(references.count - alignment.margin) { #expect(references[i] == far[i - 10400 + alignment.margin]) }
+    }
+
     @Test func beforeAMeasurementTheReferenceIsTheTimelines() {
         var alignment = EchoAlignment()
         let far = Signal.noise(500, dBFS: -20)

@@ -21,7 +21,9 @@ public struct EchoAlignment: Sendable {
     public static let rate = 16000
 
     /// The lags searched: the echo may come before the timeline says it was played (a speaker's
-    /// latency overstated) or up to half a second after it.
+    /// latency overstated) or up to 0.8 s after it. Half a second was too little: in the test room
+    /// (its FIFOs hold 0.3 s and more beyond what ALSA reports) an answer measured 457–493 ms, and
+    /// one lay beyond and was never cancelled (ERLE 1.6 dB, BENCHMARKS.md, session 11).
     public let lags: ClosedRange<Int>
     /// The reference is taken this much before the measured delay (3 ms).
     public let margin = 48
@@ -49,7 +51,7 @@ public struct EchoAlignment: Sendable {
 
     /// `window` samples of the microphone are correlated (one second), after the first `window`
     /// heard while the speaker plays and then every five times that; `slack` is how far a side may be off before it jumps (two periods).
-    public init(window: Int = 16000, lags: ClosedRange<Int> = -3200...8000, slack: Int = 640) {
+    public init(window: Int = 16000, lags: ClosedRange<Int> = -3200...12800, slack: Int = 640) {
         self.window = window
         self.lags = lags
         self.slack = slack
