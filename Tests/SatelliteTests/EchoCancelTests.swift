@@ -31,7 +31,10 @@ struct EchoCancelTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let server = try await TestServer.start(knobs: ["audioFile": .string(try answerFile(in: directory)), "wake": "never"])
         defer { server.stop() }
-        let room = try EchoRoom(directory: directory.path)
+        // A push turn reads 20 ms periods, so 200 ms in the microphone's FIFO is ahead of every read
+        // (the ear's two 120 ms periods at once need the room's 320). The room's path is then about
+        // 460 ms; with 320 it was 580, and the filters had not converged two seconds in.
+        let room = try EchoRoom(directory: directory.path, holdMs: 200)
         defer { room.stop() }
         let alsa = try ALSAFixture.shared()
         let heardFile = directory.appendingPathComponent("heard.raw").path
@@ -127,6 +130,43 @@ struct EchoCancelTests {
         // from it as the old turn ended, and it heard nothing until its timeout.)
         let moved = await watcher.next { $0["event"] == "state" && $0["state"] != "listening" }
         #expect(moved?["state"] == "thinking", "the new turn heard the question: \(String(describing: moved))")
+        #expect(await daemon.stop() == 0)
+    }
+
+    @Test("with wake push, parlourctl listen during an answer stops it, and the new turn hears its question")
+    func listenOverAnswer() async throws {
+        let directory = try Package.temporaryDirectory("echo")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let answer = try Self.answerFile(in: directory)
+        let answerSamples = try WAV.decode(Data(contentsOf: URL(fileURLWithPath: answer))).frameCount
+        let server = try await TestServer.start(knobs: ["audioFile": .string(answer), "wake": "never"])
+        defer { server.stop() }
+        let room = try EchoRoom(directory: directory.path)
+        defer { room.stop() }
+        let alsa = try ALSAFixture.shared()
+        let config: JSONValue = [
+            "name": "pi", "transport": "stream", "wake": "push", "server": ["url": .string(server.url)],
+            "audio": ["input": .string(alsa.microphone(infile: room.microphone)), "output": .string(alsa.speaker(file: room.speaker)),
+                      "leadingSilenceMs": 4000],
+        ]
+        let daemon = try await DaemonHarness.start(config: config, token: server.token)
+        let watcher = try SocketClient(path: daemon.socket)
+        if await watcher.watch()?["status"]?["state"] != "idle" { #expect(await watcher.state("idle") != nil) }
+        let question = try Speech.recording("what is the weather like", leadingMs: 300, trailingMs: 0).samples
+        let first = Task { try await daemon.result("listen") }
+        #expect(await watcher.state("listening") != nil)
+        room.say(question)
+        #expect(await watcher.state("speaking") != nil)
+        // Asked again while the answer plays: the answer gives way at once.
+        let second = Task { try await daemon.result("listen") }
+        let gaveWay = try await first.value
+        #expect(gaveWay["status"] == "cancelled" && gaveWay["reason"] == "superseded", "the first listen: \(gaveWay)")
+        let played = room.echoed
+        #expect(played < answerSamples - 3 * 16000, "the answer stopped early: \(played) of \(answerSamples) samples played")
+        #expect(await watcher.state("listening") != nil, "the new turn listens")
+        room.say(question)
+        let heard = try await second.value
+        #expect(heard["status"] == "completed", "the second listen heard its question: \(heard)")
         #expect(await daemon.stop() == 0)
     }
 

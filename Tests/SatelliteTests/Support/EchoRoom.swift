@@ -27,11 +27,12 @@ final class EchoRoom: Sendable {
     private let soxIn: Int32
     private let soxOut: Int32
     private let delay: Int
-    /// What the microphone's FIFO holds ahead of the reader: 320 ms, more than MicFeeder's 200. ALSA's
-    /// file plugin fills what a read of its infile comes short of with silence, and the ear reads two
-    /// 120 ms periods at a time on the paced card: with 200 ms each answer's first seconds had gaps,
-    /// which moved the echo against what was played (scripts/bench_echo.py's HOLD has the measurement).
-    static let hold = 10240
+    /// What the microphone's FIFO holds ahead of the reader (bytes): 320 ms unless told, more than
+    /// MicFeeder's 200. ALSA's file plugin fills what a read of its infile comes short of with silence,
+    /// and the ear reads two 120 ms periods at a time on the paced card: with 200 ms each answer's
+    /// first seconds had gaps, which moved the echo against what was played (scripts/bench_echo.py's
+    /// HOLD has the measurement). All of it is on the echo's path, which is about 260 ms more.
+    private let hold: Int
 
     private struct State {
         var talker: [Int16] = []
@@ -45,7 +46,9 @@ final class EchoRoom: Sendable {
     }
 
     /// `gainDB` (negative: quieter) and sox's `reverb` as given, `delayMs` on top of sox's own.
-    init(directory: String, delayMs: Int = 100, gainDB: Double = -12, reverb: [String] = ["40", "50", "60"]) throws {
+    init(directory: String, delayMs: Int = 100, gainDB: Double = -12, reverb: [String] = ["40", "50", "60"],
+         holdMs: Int = 320) throws {
+        hold = holdMs * 32
         microphone = directory + "/room-mic.fifo"
         speaker = directory + "/room-speaker.fifo"
         delay = delayMs * 16
@@ -128,7 +131,7 @@ final class EchoRoom: Sendable {
             }
             var queued: Int32 = 0
             _ = ioctl(micFD, UInt(FIONREAD), &queued)
-            if Int(queued) < Self.hold {
+            if Int(queued) < hold {
                 _ = period.withUnsafeBytes { write(micFD, $0.baseAddress, $0.count) }
             }
             next += .milliseconds(20)
