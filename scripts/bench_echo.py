@@ -276,7 +276,9 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
         for ratio in ratios:
             key = f"offline_barge_{ratio}"
             if key in self.fig:
-                self.fig[key].samples.append(room.barge(ratio, trials) / trials)
+                on, off = room.barge(ratio, trials)
+                self.fig[key].samples.append(on / trials)
+                self.fig[f"offline_barge_off_{ratio}"].samples.append(off / trials)
         self.fig["offline_cpu_ns"].samples.append(room.cpu_per_minute("ns"))
         self.fig["offline_cpu_aec_ns"].samples.append(room.cpu_per_minute("aec,ns"))
         self.fig["offline_cpu_aec_ns_idle"].samples.append(room.cpu_per_minute("aec,ns", playing=False))
@@ -400,14 +402,18 @@ class OfflineRoom:
         return json.loads(result.stdout)
 
     def barge(self, ratio_db, trials):
-        """Of `trials` clips, in how many the wake word said 2.5–6 s into the answer is heard within 2 s of it."""
+        """Of `trials` clips, in how many the wake word said 2.5–6 s into the answer is heard within 2 s of it:
+        through echo cancelling and noise suppression, and the same clips through noise suppression alone
+        (echoCancel off: what the wake word would hear if the microphone stayed open)."""
         clips, windows = [], []
         for trial in range(trials):
             at = self.random.uniform(2.5, 6)
             clips.append(self.clip(f"b{ratio_db}-{trial}", self.random.uniform(115, 353), ratio_db, at))
             windows.append((at * 1000, at * 1000 + len(self.wake) / 16 + 2000))
-        report = self.run(clips)
-        return sum(1 for clip, (lo, hi) in zip(report["clips"], windows) if any(lo <= w["ms"] <= hi for w in clip["wakes"]))
+
+        def heard(report):
+            return sum(1 for clip, (lo, hi) in zip(report["clips"], windows) if any(lo <= w["ms"] <= hi for w in clip["wakes"]))
+        return heard(self.run(clips)), heard(self.run(clips, "ns"))
 
     def erle(self, runs, processing="aec"):
         """ERLE (dB) after 2 s on the echo alone, one per run, each at a delay drawn afresh."""
