@@ -445,4 +445,5 @@ if __name__ == "__main__":
     room = OfflineRoom(work, tool, folder, os.path.join(work, "answer.raw"), os.path.join(work, "wake.raw"))
     print("ERLE aec:", [round(e, 1) for e in room.erle(4)])
     for ratio in [int(r) for r in sys.argv[4:]] or [6]:
-        print(f"{ratio} dB:", room.barge(ratio, 20), "of 20")
+        on, off = room.barge(ratio, 20)
+        print(f"{ratio} dB: {on} of 20 ({off} with echo cancelling off)")

@@ -17,6 +17,15 @@ import Testing
         #expect((estimate?.correlation ?? 0) > 0.9)
     }
 
+    @Test(arguments: [12700, 12800, -3200])
+    func theEndsOfTheDefaultSearchAreFound(lag: Int) {
+        let lags = EchoAlignment().lags
+        let far = Signal.noise(3000, dBFS: -20)
+        let lead = lags.upperBound
+        let near = echo(of: far, lag: lag, lead: lead, count: 16000, gain: 0.3)
+        #expect(EchoDelay.estimate(near: near, far: far, farLead: lead, lags: lags)?.lag == lag)
+    }
+
     @Test func findsTheLagUnderATalker() {
         let far = Signal.noise(1800, dBFS: -20)
         let talker = Signal.noise(1000, dBFS: -30, seed: 9)

@@ -157,16 +157,21 @@ struct EchoCancelTests {
         #expect(await watcher.state("listening") != nil)
         room.say(question)
         #expect(await watcher.state("speaking") != nil)
-        // Asked again while the answer plays: the answer gives way at once.
+        // Asked again a second into the answer (its echo heard in the room): the answer gives way at once.
+        await room.echoed(atLeast: 16000)
         let second = Task { try await daemon.result("listen") }
         let gaveWay = try await first.value
         #expect(gaveWay["status"] == "cancelled" && gaveWay["reason"] == "superseded", "the first listen: \(gaveWay)")
-        let played = room.echoed
-        #expect(played < answerSamples - 3 * 16000, "the answer stopped early: \(played) of \(answerSamples) samples played")
         #expect(await watcher.state("listening") != nil, "the new turn listens")
         room.say(question)
+        let moved = await watcher.next { $0["event"] == "state" && $0["state"] != "listening" }
+        #expect(moved?["state"] == "thinking", "the new turn heard the question: \(String(describing: moved))")
+        // By then the first answer would have played about four of its ten seconds had it gone on.
+        let played = room.echoed
+        #expect(played < answerSamples - 3 * 16000, "the answer stopped early: \(played) of \(answerSamples) samples played")
         let heard = try await second.value
         #expect(heard["status"] == "completed", "the second listen heard its question: \(heard)")
+        #expect(daemon.stderr.contains("Playback stopped."), "the first answer's playback was cut short, not played out")
         #expect(await daemon.stop() == 0)
     }
 

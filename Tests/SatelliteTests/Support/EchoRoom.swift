@@ -43,6 +43,8 @@ final class EchoRoom: Sendable {
         var echoing = false
         /// When sox last gave echo back.
         var heardAt = ContinuousClock.now
+        /// Who waits for `echoed` to reach a count (`echoed(atLeast:)`).
+        var waiting: [(count: Int, resume: CheckedContinuation<Void, Never>)] = []
     }
 
     /// `gainDB` (negative: quieter) and sox's `reverb` as given, `delayMs` on top of sox's own.
@@ -88,8 +90,25 @@ final class EchoRoom: Sendable {
     /// How many samples of echo have come back into the room so far.
     var echoed: Int { state.withLock { $0.echoed } }
 
+    /// Returns once `count` samples of echo have come back (or the room stopped).
+    func echoed(atLeast count: Int) async {
+        await withCheckedContinuation { (resume: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { s -> Bool in
+                if s.echoed >= count || s.stopped { return true }
+                s.waiting.append((count, resume))
+                return false
+            }
+            if now { resume.resume() }
+        }
+    }
+
     func stop() {
-        state.withLock { $0.stopped = true }
+        let waiting = state.withLock { s in
+            s.stopped = true
+            defer { s.waiting = [] }
+            return s.waiting
+        }
+        for waiter in waiting { waiter.resume.resume() }
         sox.withLock { $0.process.terminate() }
     }
 
@@ -119,7 +138,7 @@ final class EchoRoom: Sendable {
                     if s.echoing, s.echo.isEmpty, ContinuousClock.now - s.heardAt > .milliseconds(300) { s.echoing = false }
                 }
             }
-            let period: [Int16] = state.withLock { s in
+            let (period, reached): ([Int16], [CheckedContinuation<Void, Never>]) = state.withLock { s in
                 var out = [Int16](repeating: 0, count: 320)
                 let talker = min(320, s.talker.count), echo = min(320, s.echo.count)
                 for i in 0..<talker { out[i] = s.talker[i] }
@@ -127,8 +146,12 @@ final class EchoRoom: Sendable {
                 s.talker.removeFirst(talker)
                 s.echo.removeFirst(echo)
                 s.echoed += echo
-                return out
+                let echoed = s.echoed
+                let reached = s.waiting.filter { $0.count <= echoed }.map(\.resume)
+                s.waiting.removeAll { $0.count <= echoed }
+                return (out, reached)
             }
+            for waiter in reached { waiter.resume() }
             var queued: Int32 = 0
             _ = ioctl(micFD, UInt(FIONREAD), &queued)
             if Int(queued) < hold {
