@@ -13,7 +13,7 @@
 // and is run gently. Offline (wakeword-bench --played, the room's delay drawn
 // over the 115–353 ms measured live): 39 of 40 at 6 dB, ERLE 29–34 dB. Live
 // (scripts/bench): ERLE 29–35 dB, 1.3 to 2.3 % of a core while an answer
-// plays; at 6 dB, 70 of 70 in the seven runs made since the test microphone's
+// plays; at 6 dB, 80 of 80 in the eight runs made since the test microphone's
 // gaps were found (the misses before were the test rig's: BENCHMARKS.md). A
 // delay that moves within an answer costs the filters about a second to
 // follow. BENCHMARKS.md has the rest.

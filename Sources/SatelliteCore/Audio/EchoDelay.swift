@@ -2,7 +2,7 @@
 // found by cross-correlation: the lag at which the microphone's audio looks
 // most like the speaker's. Searched at a quarter of the rate (4 kHz, boxes of
 // four samples) to keep it cheap, then refined at the full rate around the
-// best coarse lag. The coarse search is the cost: 4,000 lags (−0.2 to 0.8 s)
+// best coarse lag. The coarse search is the cost: 4,001 lags (−0.2 to 0.8 s)
 // of 4,000 products each; the figures below are for the 2,800 lags of a
 // search to 0.5 s, and the cost grows with the lags. Done plainly in Double (each lag's energies summed
 // again, one product at a time) it took 52 ms a measurement on this machine
