@@ -85,24 +85,16 @@ import Testing
         return references
     }
 
-    @Test func measuresTheDelayAndAlignsTheReference() {
+    /// 720 samples, and 650 ms: a path the test room's FIFOs made, past the 0.5 s once searched.
+    @Test(arguments: [(lag: 720, seconds: 3), (lag: 10400, seconds: 4)])
+    func measuresTheDelayAndAlignsTheReference(lag: Int, seconds: Int) {
         var alignment = EchoAlignment()
-        let far = Signal.noise(3000, dBFS: -20)
-        let references = run(&alignment, far: far, start: 1_000_000, lag: 720, jitter: 150)
-        #expect(alignment.delay == 720)
-        // Once measured, the reference is the speaker's sample 720 − 48 before each microphone sample.
-        let settled = 2 * 16000
-        for i in settled..<(references.count - alignment.margin) { #expect(references[i] == far[i - 720 + alignment.margin]) }
-    }
-
-    @Test func anEchoLaterThanHalfASecondIsMeasured() {
-        // 650 ms: a path the test room's FIFOs made (one answer lay past the 0.5 s once searched).
-        var alignment = EchoAlignment()
-        let far = Signal.noise(4000, dBFS: -20)
-        let references = run(&alignment, far: far, start: 1_000_000, lag: 10400, jitter: 150)
-        #expect(alignment.delay == 10400)
-        let settled = 3 * 16000
-        for i in settled..<(references.count - alignment.margin) { #expect(references[i] == far[i - 10400 + alignment.margin]) }
+        let far = Signal.noise(seconds * 1000, dBFS: -20)
+        let references = run(&alignment, far: far, start: 1_000_000, lag: lag, jitter: 150)
+        #expect(alignment.delay == lag)
+        // Once measured, the reference is the speaker's sample lag − 48 before each microphone sample.
+        let settled = (seconds - 1) * 16000
+        for i in settled..<(references.count - alignment.margin) { #expect(references[i] == far[i - lag + alignment.margin]) }
     }
 
     @Test func beforeAMeasurementTheReferenceIsTheTimelines() {
