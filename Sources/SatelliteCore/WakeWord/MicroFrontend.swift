@@ -80,20 +80,29 @@ public struct MicroFrontend: Sendable {
 
     /// FrontendProcessSamples on a full window.
     private mutating func frame() -> [UInt16] {
-        var windowed = [Int16](repeating: 0, count: Self.windowSamples)
-        var maxAbs: Int16 = 0
-        for i in 0..<Self.windowSamples {
-            let value = Int16(truncatingIfNeeded: (Int32(input[i]) * Int32(coefficients[i])) >> Int32(Self.windowBits))
-            windowed[i] = value
-            // As in the C, -32768 stays negative when negated and so never counts as the largest.
-            let magnitude = value < 0 ? 0 &- value : value
-            if magnitude > maxAbs { maxAbs = magnitude }
+        let spectrumSize = MicroFrontendFFT.size / 2 + 1
+        let signal = withUnsafeTemporaryAllocation(of: Int16.self, capacity: Self.windowSamples) { windowed in
+            var maxAbs: Int16 = 0
+            input.withUnsafeBufferPointer { input in
+                coefficients.withUnsafeBufferPointer { coefficients in
+                    for i in 0..<Self.windowSamples {
+                        let value = Int16(truncatingIfNeeded: (Int32(input[i]) * Int32(coefficients[i])) >> Int32(Self.windowBits))
+                        windowed.initializeElement(at: i, to: value)
+                        // As in the C, -32768 stays negative when negated and so never counts as the largest.
+                        let magnitude = value < 0 ? 0 &- value : value
+                        if magnitude > maxAbs { maxAbs = magnitude }
+                    }
+                }
+            }
+            let shift = 15 - (32 - UInt32(maxAbs).leadingZeroBitCount)
+            return withUnsafeTemporaryAllocation(of: MicroFrontendFFT.Complex.self, capacity: spectrumSize) { spectrum in
+                fft.spectrum(UnsafeBufferPointer(windowed), shift: shift, into: spectrum)
+                return filterbank.channels(UnsafeBufferPointer(spectrum), shift: shift)
+            }
         }
-        let shift = 15 - (32 - UInt32(maxAbs).leadingZeroBitCount)
-        let spectrum = fft.spectrum(windowed, shift: shift)
-        var signal = filterbank.channels(spectrum, shift: shift)
-        noiseReduction.apply(&signal)
-        gainControl.apply(&signal, noiseEstimate: noiseReduction.estimate)
-        return MicroFrontendLogScale.apply(signal, correctionBits: correctionBits)
+        var channels = signal
+        noiseReduction.apply(&channels)
+        gainControl.apply(&channels, noiseEstimate: noiseReduction.estimate)
+        return MicroFrontendLogScale.apply(channels, correctionBits: correctionBits)
     }
 }

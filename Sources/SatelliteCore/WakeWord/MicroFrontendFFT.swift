@@ -15,8 +15,6 @@ struct MicroFrontendFFT: Sendable {
     /// The real input's length; the spectrum has `size / 2 + 1` bins.
     static let size = 512
     private static let complexSize = size / 2
-    /// kf_factor's answer for 256: four radix-4 stages, (radix, remaining length) each.
-    private static let factors = [4, 64, 4, 16, 4, 4, 4, 1]
 
     private let twiddles: [Complex]
     private let superTwiddles: [Complex]
@@ -33,37 +31,38 @@ struct MicroFrontendFFT: Sendable {
     }
 
     /// The spectrum of `input` (at most `size` samples, zero-padded) shifted left by `shift` bits,
-    /// as FftCompute gives it.
-    func spectrum(_ input: [Int16], shift: Int) -> [Complex] {
-        // The real samples packed in pairs, as kiss_fftr reads them.
-        var packed = [Complex](repeating: Complex(r: 0, i: 0), count: Self.complexSize)
-        for k in input.indices {
-            let value = Int16(truncatingIfNeeded: Int(UInt16(bitPattern: input[k])) << shift)
-            if k & 1 == 0 { packed[k >> 1].r = value } else { packed[k >> 1].i = value }
-        }
-        var half = [Complex](repeating: Complex(r: 0, i: 0), count: Self.complexSize)
-        // Through buffer pointers: the butterflies are most of the front end's time, and an
-        // array's checks on each element made them about three times slower (measured in a
-        // release build with callgrind, on the wakeword-bench driver).
-        twiddles.withUnsafeBufferPointer { twiddles in
-            packed.withUnsafeBufferPointer { packed in
-                half.withUnsafeMutableBufferPointer { half in
-                    Self.work(half, 0, packed, 0, stride: 1, factor: 0, twiddles)
-                }
+    /// as FftCompute gives it, into `spectrum` (`size / 2 + 1` bins).
+    // Through buffer pointers and into the caller's buffer: the butterflies are most of the front
+    // end's time, and an array's checks on each element made them about three times slower
+    // (callgrind, release build, the wakeword-bench driver); three arrays a frame cost as much
+    // again in malloc and free.
+    func spectrum(_ input: UnsafeBufferPointer<Int16>, shift: Int, into spectrum: UnsafeMutableBufferPointer<Complex>) {
+        precondition(input.count <= Self.size && spectrum.count == Self.complexSize + 1)
+        withUnsafeTemporaryAllocation(of: Complex.self, capacity: 2 * Self.complexSize) { buffer in
+            // The real samples packed in pairs, as kiss_fftr reads them, then the complex transform.
+            let packed = UnsafeMutableBufferPointer(rebasing: buffer[0..<Self.complexSize])
+            let half = UnsafeMutableBufferPointer(rebasing: buffer[Self.complexSize...])
+            packed.initialize(repeating: Complex(r: 0, i: 0))
+            for k in input.indices {
+                let value = Int16(truncatingIfNeeded: Int(UInt16(bitPattern: input[k])) << shift)
+                if k & 1 == 0 { packed[k >> 1].r = value } else { packed[k >> 1].i = value }
             }
+            twiddles.withUnsafeBufferPointer { twiddles in
+                Self.work(half, 0, UnsafeBufferPointer(packed), 0, stride: 1, m: Self.complexSize / 4, twiddles)
+            }
+            realSpectrum(UnsafeBufferPointer(half), into: spectrum)
         }
-        return realSpectrum(half)
     }
 
-    /// kf_work: p decimated transforms of length m, then one butterfly stage to join them.
+    /// kf_work for 256 = 4 · 4 · 4 · 4 (kf_factor's answer, radix 4 only): four decimated transforms
+    /// of length `m` each, then one radix-4 stage to join them.
     private static func work(_ out: UnsafeMutableBufferPointer<Complex>, _ outStart: Int, _ input: UnsafeBufferPointer<Complex>,
-                             _ inStart: Int, stride: Int, factor: Int, _ twiddles: UnsafeBufferPointer<Complex>) {
-        let p = factors[factor], m = factors[factor + 1]
+                             _ inStart: Int, stride: Int, m: Int, _ twiddles: UnsafeBufferPointer<Complex>) {
         if m == 1 {
-            for j in 0..<p { out[outStart + j] = input[inStart + j * stride] }
+            for j in 0..<4 { out[outStart + j] = input[inStart + j * stride] }
         } else {
-            for j in 0..<p {
-                work(out, outStart + j * m, input, inStart + j * stride, stride: stride * p, factor: factor + 2, twiddles)
+            for j in 0..<4 {
+                work(out, outStart + j * m, input, inStart + j * stride, stride: stride * 4, m: m / 4, twiddles)
             }
         }
         butterfly4(out, outStart, stride: stride, m: m, twiddles)
@@ -90,23 +89,23 @@ struct MicroFrontendFFT: Sendable {
     }
 
     /// kiss_fftr's last step: the real input's spectrum from the half-length complex one.
-    private func realSpectrum(_ half: [Complex]) -> [Complex] {
+    private func realSpectrum(_ half: UnsafeBufferPointer<Complex>, into out: UnsafeMutableBufferPointer<Complex>) {
         let n = Self.complexSize
-        var out = [Complex](repeating: Complex(r: 0, i: 0), count: n + 1)
         let dc = Self.divide(half[0], 2)
-        out[0].r = dc.r &+ dc.i
-        out[n].r = dc.r &- dc.i
-        for k in 1...n / 2 {
-            let fpk = Self.divide(half[k], 2)
-            let fpnk = Self.divide(Complex(r: half[n - k].r, i: 0 &- half[n - k].i), 2)
-            let f1k = Self.add(fpk, fpnk)
-            let f2k = Self.subtract(fpk, fpnk)
-            let tw = Self.multiply(f2k, superTwiddles[k - 1])
-            // HALF_OF acts on the int sum, before it is stored back in 16 bits.
-            out[k] = Complex(r: Self.half(Int(f1k.r) + Int(tw.r)), i: Self.half(Int(f1k.i) + Int(tw.i)))
-            out[n - k] = Complex(r: Self.half(Int(f1k.r) - Int(tw.r)), i: Self.half(Int(tw.i) - Int(f1k.i)))
+        out[0] = Complex(r: dc.r &+ dc.i, i: 0)
+        out[n] = Complex(r: dc.r &- dc.i, i: 0)
+        superTwiddles.withUnsafeBufferPointer { superTwiddles in
+            for k in 1...n / 2 {
+                let fpk = Self.divide(half[k], 2)
+                let fpnk = Self.divide(Complex(r: half[n - k].r, i: 0 &- half[n - k].i), 2)
+                let f1k = Self.add(fpk, fpnk)
+                let f2k = Self.subtract(fpk, fpnk)
+                let tw = Self.multiply(f2k, superTwiddles[k - 1])
+                // HALF_OF acts on the int sum, before it is stored back in 16 bits.
+                out[k] = Complex(r: Self.half(Int(f1k.r) + Int(tw.r)), i: Self.half(Int(f1k.i) + Int(tw.i)))
+                out[n - k] = Complex(r: Self.half(Int(f1k.r) - Int(tw.r)), i: Self.half(Int(tw.i) - Int(f1k.i)))
+            }
         }
-        return out
     }
 
     // Products of 16-bit values in a 64-bit Int cannot overflow, so the operators need not check.

@@ -91,28 +91,40 @@ struct MicroFrontendFilterbank: Sendable {
     }
 
     /// The channels' square-rooted energies, shifted down by `shift` (FilterbankSqrt's output).
-    func channels(_ spectrum: [MicroFrontendFFT.Complex], shift: Int) -> [UInt32] {
-        // FilterbankConvertFftComplexToEnergy stores int32 squares that the sum then widens with
-        // sign extension; only bins in [startIndex, endIndex) have non-zero weights.
-        var energy = [UInt64](repeating: 0, count: spectrum.count)
-        for bin in startIndex..<endIndex {
-            let real = Int32(spectrum[bin].r), imag = Int32(spectrum[bin].i)
-            energy[bin] = UInt64(bitPattern: Int64(real &* real &+ imag &* imag))
-        }
-        var accumulated = [UInt64](repeating: 0, count: channelCount + 1)
-        var weighted: UInt64 = 0
-        var unweighted: UInt64 = 0
-        for channel in 0...channelCount {
-            for j in 0..<widths[channel] {
-                let magnitude = energy[frequencyStarts[channel] + j]
-                weighted = weighted &+ weights[weightStarts[channel] + j] &* magnitude
-                unweighted = unweighted &+ unweights[weightStarts[channel] + j] &* magnitude
+    // Over buffer pointers, with its sums on the stack: with arrays, their checks and two
+    // allocations a frame made this as costly as the FFT's butterflies (perf, wakeword-bench).
+    func channels(_ spectrum: UnsafeBufferPointer<MicroFrontendFFT.Complex>, shift: Int) -> [UInt32] {
+        precondition(endIndex <= spectrum.count)
+        let channels = channelCount + 1
+        return withUnsafeTemporaryAllocation(of: UInt64.self, capacity: spectrum.count + channels) { buffer in
+            // FilterbankConvertFftComplexToEnergy stores int32 squares that the sum then widens with
+            // sign extension; only bins in [startIndex, endIndex) have non-zero weights.
+            let energy = UnsafeMutableBufferPointer(rebasing: buffer[0..<spectrum.count])
+            let accumulated = UnsafeMutableBufferPointer(rebasing: buffer[spectrum.count...])
+            energy.initialize(repeating: 0)
+            for bin in startIndex..<endIndex {
+                let real = Int32(spectrum[bin].r), imag = Int32(spectrum[bin].i)
+                energy[bin] = UInt64(bitPattern: Int64(real &* real &+ imag &* imag))
             }
-            accumulated[channel] = weighted
-            weighted = unweighted
-            unweighted = 0
+            weights.withUnsafeBufferPointer { weights in
+                unweights.withUnsafeBufferPointer { unweights in
+                    var weighted: UInt64 = 0
+                    var unweighted: UInt64 = 0
+                    for channel in 0..<channels {
+                        let frequencyStart = frequencyStarts[channel], weightStart = weightStarts[channel]
+                        for j in 0..<widths[channel] {
+                            let magnitude = energy[frequencyStart + j]
+                            weighted = weighted &+ weights[weightStart + j] &* magnitude
+                            unweighted = unweighted &+ unweights[weightStart + j] &* magnitude
+                        }
+                        accumulated[channel] = weighted
+                        weighted = unweighted
+                        unweighted = 0
+                    }
+                }
+            }
+            return (1..<channels).map { Self.squareRoot(accumulated[$0]) >> UInt32(shift) }
         }
-        return (1...channelCount).map { Self.squareRoot(accumulated[$0]) >> UInt32(shift) }
     }
 
     /// Sqrt64: the integer square root, rounded, with its shortcut to Sqrt32 when the upper word
