@@ -3,6 +3,10 @@
 // gives and the decision needs, then fed feature frames. The models are streaming:
 // they keep their own state between calls, take `stride` new frames a call (3 for
 // the shipped four, 30 ms) and give one probability; WakeWordWindow averages them.
+// On TensorFlow Lite's own kernels, as pymicro-wakeword runs it. XNNPACK's delegate
+// (in the same library) takes a sixth less of the idle ear's CPU, but rounds
+// differently: 3 of the bench corpus's 945 decisions then differed from the
+// reference's. Measured and not taken (BENCHMARKS.md).
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

@@ -14,8 +14,9 @@ public actor WakeWordService {
     /// 120 ms a period, four model steps (30 ms each) a wake-up: on the machines measured a wake-up
     /// costs more than the engine's work on it (BENCHMARKS.md). The wake is seen up to a period
     /// late; the turn's audio still starts at the frame that decided it (WakeWordEngine.Wake.end).
-    /// Longer periods cost less still, but the tests' microphone FIFO (MicFeeder) holds 200 ms
-    /// ahead of the reader and a period near that reads it short.
+    /// Longer periods cost less still (240 ms: 0.631 × the Python reference's CPU against 0.732 ×,
+    /// BENCHMARKS.md), but add that much to the wake, and the tests' microphone FIFO (MicFeeder)
+    /// holds 200 ms ahead of the reader, so a period near that reads it short.
     public static let periodFrames = 1920
 
     private let engine: WakeWordEngine
