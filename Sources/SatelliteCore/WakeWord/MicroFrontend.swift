@@ -15,7 +15,7 @@
 // speech, noise, silence, clipping and DC (MicroFrontendTests): every feature equal.
 // Measured in a release build on this project's x86_64 machine: 0.9 ms of CPU per
 // second of audio, as pymicro-features' C took through Python (1.0 ms); 0.75 ms on
-// a later (AMD EPYC) machine, its buffers on the stack (wakeword-bench).
+// a later (AMD EPYC) machine (wakeword-bench).
 import Glibc
 
 /// The streaming front end: feed it samples in any chunks, get a 40-channel frame each 10 ms.

@@ -32,10 +32,10 @@ struct MicroFrontendFFT: Sendable {
 
     /// The spectrum of `input` (at most `size` samples, zero-padded) shifted left by `shift` bits,
     /// as FftCompute gives it, into `spectrum` (`size / 2 + 1` bins).
-    // Through buffer pointers and into the caller's buffer: the butterflies are most of the front
-    // end's time, and an array's checks on each element made them about three times slower
-    // (callgrind, release build, the wakeword-bench driver); three arrays a frame cost as much
-    // again in malloc and free.
+    // Through buffer pointers: the butterflies are most of the front end's time, and an array's
+    // checks on each element made them about three times slower (callgrind, release build, the
+    // wakeword-bench driver). The scratch is a temporary buffer (on the stack up to 1 KiB, one
+    // allocation above) and the spectrum the caller's, where each was a new array every frame.
     func spectrum(_ input: UnsafeBufferPointer<Int16>, shift: Int, into spectrum: UnsafeMutableBufferPointer<Complex>) {
         precondition(input.count <= Self.size && spectrum.count == Self.complexSize + 1)
         withUnsafeTemporaryAllocation(of: Complex.self, capacity: 2 * Self.complexSize) { buffer in
