@@ -46,8 +46,11 @@ struct WakeWordTests {
     }
 
     /// What reached the server: socket messages in, and /voice posts.
-    static func sent(_ server: TestServer) async throws -> (socket: [JSONValue], voice: [JSONValue]) {
-        let socket = try await server.socketLog().filter { $0["dir"] == "in" && ($0["kind"] == "binary" || $0["kind"] == "text") }
+    /// What reached the server; `until`: once the satellite has sent a message of that type (`spoke`
+    /// goes up as the satellite goes idle, and may still be on its way when the turn's result is seen).
+    static func sent(_ server: TestServer, until type: String? = nil) async throws -> (socket: [JSONValue], voice: [JSONValue]) {
+        let log = if let type { try await server.socketLog(until: type) } else { try await server.socketLog() }
+        let socket = log.filter { $0["dir"] == "in" && ($0["kind"] == "binary" || $0["kind"] == "text") }
         let voice = try await server.requests().filter { $0["path"] == "/voice" }
         return (socket, voice)
     }
@@ -84,7 +87,7 @@ struct WakeWordTests {
 
         // The question went up whole: all of it is audio from after the wake.
         let questionMs = Double(question.count / 32) - 2000
-        let (socket, voice) = try await Self.sent(server)
+        let (socket, voice) = try await Self.sent(server, until: transport == "stream" ? "spoke" : nil)
         if transport == "stream" {
             let kinds = socket.map { $0["type"]?.stringValue ?? "audio" }
             #expect(kinds.first == "start", "nothing before start: \(kinds)")
