@@ -42,7 +42,7 @@ struct CallbackTests {
         }
         guard bound, !listening || listen(fd, 16) == 0 else {
             close(fd)
-            throw TestFailure("cannot bind a loopback port: \(String(cString: strerror(errno)))")
+            throw TestFailure("cannot bind\(listening ? " and listen on" : "") a loopback port: \(String(cString: strerror(errno)))")
         }
         return (Int(UInt16(bigEndian: address.sin_port)), fd)
     }

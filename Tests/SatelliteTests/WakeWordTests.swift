@@ -45,9 +45,9 @@ struct WakeWordTests {
         return seen
     }
 
-    /// What reached the server: socket messages in, and /voice posts.
-    /// What reached the server; `until`: once the satellite has sent a message of that type (`spoke`
-    /// goes up as the satellite goes idle, and may still be on its way when the turn's result is seen).
+    /// What reached the server: socket messages in, and /voice posts; with `until`, once the satellite
+    /// has sent a message of that type (`spoke` goes up as it goes idle, and may still be on its way
+    /// when the turn's result is seen).
     static func sent(_ server: TestServer, until type: String? = nil) async throws -> (socket: [JSONValue], voice: [JSONValue]) {
         let log = if let type { try await server.socketLog(until: type) } else { try await server.socketLog() }
         let socket = log.filter { $0["dir"] == "in" && ($0["kind"] == "binary" || $0["kind"] == "text") }

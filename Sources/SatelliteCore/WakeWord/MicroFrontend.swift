@@ -50,7 +50,7 @@ public struct MicroFrontend: Sendable {
             return Int16(floorf(value * Float(1 << Self.windowBits) + 0.5))
         }
         filterbank = MicroFrontendFilterbank(
-            channelCount: Self.channelCount, sampleRate: Self.sampleRate, spectrumSize: MicroFrontendFFT.size / 2 + 1)
+            channelCount: Self.channelCount, sampleRate: Self.sampleRate, spectrumSize: MicroFrontendFFT.bins)
         noiseReduction = MicroFrontendNoiseReduction(channelCount: Self.channelCount)
         correctionBits = (MicroFrontendFFT.size.bitWidth - MicroFrontendFFT.size.leadingZeroBitCount) - 1 - Self.filterbankBits / 2
         gainControl = MicroFrontendGainControl(estimateBits: noiseReduction.estimateBits, correctionBits: correctionBits)
@@ -81,8 +81,7 @@ public struct MicroFrontend: Sendable {
 
     /// FrontendProcessSamples on a full window.
     private mutating func frame() -> [UInt16] {
-        let spectrumSize = MicroFrontendFFT.size / 2 + 1
-        let signal = withUnsafeTemporaryAllocation(of: Int16.self, capacity: Self.windowSamples) { windowed in
+        var signal = withUnsafeTemporaryAllocation(of: Int16.self, capacity: Self.windowSamples) { windowed in
             var maxAbs: Int16 = 0
             input.withUnsafeBufferPointer { input in
                 coefficients.withUnsafeBufferPointer { coefficients in
@@ -96,14 +95,13 @@ public struct MicroFrontend: Sendable {
                 }
             }
             let shift = 15 - (32 - UInt32(maxAbs).leadingZeroBitCount)
-            return withUnsafeTemporaryAllocation(of: MicroFrontendFFT.Complex.self, capacity: spectrumSize) { spectrum in
+            return withUnsafeTemporaryAllocation(of: MicroFrontendFFT.Complex.self, capacity: MicroFrontendFFT.bins) { spectrum in
                 fft.spectrum(UnsafeBufferPointer(windowed), shift: shift, into: spectrum)
                 return filterbank.channels(UnsafeBufferPointer(spectrum), shift: shift)
             }
         }
-        var channels = signal
-        noiseReduction.apply(&channels)
-        gainControl.apply(&channels, noiseEstimate: noiseReduction.estimate)
-        return MicroFrontendLogScale.apply(channels, correctionBits: correctionBits)
+        noiseReduction.apply(&signal)
+        gainControl.apply(&signal, noiseEstimate: noiseReduction.estimate)
+        return MicroFrontendLogScale.apply(signal, correctionBits: correctionBits)
     }
 }

@@ -12,9 +12,11 @@ struct MicroFrontendFFT: Sendable {
         var i: Int16
     }
 
-    /// The real input's length; the spectrum has `size / 2 + 1` bins.
+    /// The real input's length.
     static let size = 512
     private static let complexSize = size / 2
+    /// The spectrum's bins, DC to Nyquist.
+    static let bins = complexSize + 1
 
     private let twiddles: [Complex]
     private let superTwiddles: [Complex]
@@ -31,13 +33,13 @@ struct MicroFrontendFFT: Sendable {
     }
 
     /// The spectrum of `input` (at most `size` samples, zero-padded) shifted left by `shift` bits,
-    /// as FftCompute gives it, into `spectrum` (`size / 2 + 1` bins).
+    /// as FftCompute gives it, into `spectrum` (`bins` long).
     // Through buffer pointers: the butterflies are most of the front end's time, and an array's
     // checks on each element made them about three times slower (callgrind, release build, the
     // wakeword-bench driver). The scratch is a temporary buffer (on the stack up to 1 KiB, one
     // allocation above) and the spectrum the caller's, where each was a new array every frame.
     func spectrum(_ input: UnsafeBufferPointer<Int16>, shift: Int, into spectrum: UnsafeMutableBufferPointer<Complex>) {
-        precondition(input.count <= Self.size && spectrum.count == Self.complexSize + 1)
+        precondition(input.count <= Self.size && spectrum.count == Self.bins)
         withUnsafeTemporaryAllocation(of: Complex.self, capacity: 2 * Self.complexSize) { buffer in
             // The real samples packed in pairs, as kiss_fftr reads them, then the complex transform.
             let packed = UnsafeMutableBufferPointer(rebasing: buffer[0..<Self.complexSize])
