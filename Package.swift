@@ -30,7 +30,7 @@ let package = Package(
         .systemLibrary(name: "CTFLite"),
         // speexdsp: its echo canceller, and its resampler for the speaker's audio at the canceller's rate (Satellite/Audio/EchoCanceller.swift).
         .systemLibrary(name: "CSpeexDSP", pkgConfig: "speexdsp", providers: [.apt(["libspeexdsp-dev"])]),
-        // WebRTC's audio processing (echo cancelling, noise suppression, gain) is C++: a C shim of one file.
+        // WebRTC's audio processing (echo cancelling, gain) is C++: a C shim of one file.
         .target(name: "CWebRTCAudio",
                 cxxSettings: [.define("WEBRTC_POSIX"), .define("WEBRTC_AUDIO_PROCESSING_ONLY_BUILD"),
                               .unsafeFlags(["-I/usr/include/webrtc_audio_processing"])],

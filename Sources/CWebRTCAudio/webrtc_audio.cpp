@@ -1,6 +1,7 @@
 // The C side of webrtc_audio.h: WebRTC's AudioProcessing with its echo canceller
-// (extended filter, delay-agnostic, at the suppression asked), noise
-// suppression and adaptive digital gain, each only when asked.
+// (extended filter, delay-agnostic, at the suppression asked) and adaptive
+// digital gain, each only when asked. Noise suppression is the project's own
+// (SatelliteCore's NoiseSuppressor says why).
 #include "webrtc_audio.h"
 
 #include <webrtc/modules/audio_processing/include/audio_processing.h>
@@ -16,8 +17,8 @@ struct parlour_apm {
 static const int kRate = 16000;
 static const size_t kSamples = 160;
 
-extern "C" parlour_apm *parlour_apm_create(int echo_cancel, int noise_suppression, int auto_gain) {
-    if (!echo_cancel && !noise_suppression && !auto_gain) return nullptr;
+extern "C" parlour_apm *parlour_apm_create(int echo_cancel, int auto_gain) {
+    if (!echo_cancel && !auto_gain) return nullptr;
     webrtc::Config config;
     config.Set<webrtc::ExtendedFilter>(new webrtc::ExtendedFilter(true));
     config.Set<webrtc::DelayAgnostic>(new webrtc::DelayAgnostic(true));
@@ -29,10 +30,6 @@ extern "C" parlour_apm *parlour_apm_create(int echo_cancel, int noise_suppressio
         webrtc::EchoCancellation::SuppressionLevel level = echo_cancel >= 3 ? webrtc::EchoCancellation::kHighSuppression
             : echo_cancel == 2 ? webrtc::EchoCancellation::kModerateSuppression : webrtc::EchoCancellation::kLowSuppression;
         ok = ok && apm->echo_cancellation()->set_suppression_level(level) == 0;
-    }
-    if (noise_suppression) {
-        ok = ok && apm->noise_suppression()->set_level(webrtc::NoiseSuppression::kHigh) == 0;
-        ok = ok && apm->noise_suppression()->Enable(true) == 0;
     }
     if (auto_gain) {
         ok = ok && apm->gain_control()->set_mode(webrtc::GainControl::kAdaptiveDigital) == 0;

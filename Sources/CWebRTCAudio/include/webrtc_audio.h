@@ -13,7 +13,7 @@ typedef struct parlour_apm parlour_apm;
 
 /// A processor doing what is asked (each 0 or 1; `echo_cancel` 1, 2 or 3 for the canceller's low,
 /// moderate or high suppression); NULL when none is asked or the library failed.
-parlour_apm *parlour_apm_create(int echo_cancel, int noise_suppression, int auto_gain);
+parlour_apm *parlour_apm_create(int echo_cancel, int auto_gain);
 void parlour_apm_destroy(parlour_apm *apm);
 /// What the speaker played, aligned with the next `parlour_apm_near` (silence when nothing plays).
 int parlour_apm_far(parlour_apm *apm, const int16_t *samples);

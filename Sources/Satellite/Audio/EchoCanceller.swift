@@ -2,8 +2,9 @@
 // audio, with what the speaker played as the echo's reference: speexdsp's
 // linear canceller (speex_echo_*, a 128 ms filter) first, then WebRTC's audio
 // processing (Debian's libwebrtc-audio-processing 0.3, through the C shim
-// CWebRTCAudio, as PipeWire's echo-cancel module uses): its canceller at low
-// suppression, then its noise suppression and gain.
+// CWebRTCAudio, as PipeWire's echo-cancel module uses) at low suppression;
+// then noise suppression (NoiseSuppressor, this project's own: its header says
+// why not WebRTC's), then WebRTC's gain.
 // Both, because neither alone hears a talker over a louder echo. WebRTC's
 // alone (high suppression) cancels 32 dB on speech, but in double talk its
 // suppressor takes the talker down with the echo: the wake word said 6 dB under
@@ -27,8 +28,8 @@
 // same 6 of 10.
 // The cancellers run only while the speaker plays and for EchoTail's tail
 // after it: idle, the processing costs what noise suppression costs (offline
-// 0.124 s of CPU a minute, against 0.121 s for noise suppression alone and
-// 1.09 s with an answer playing).
+// 0.03 s of CPU a minute; 1.09 s with an answer playing, measured with
+// WebRTC's suppressor).
 // speexdsp also brings a reply at 22.05 or 24 kHz to the canceller's 16 kHz
 // (its resampler). What it does not do: two cards on two clocks drift apart,
 // and the cancellers lose the echo; it is switched off then, with a journal
@@ -68,11 +69,12 @@ public final class EchoCanceller {
     public static let suppression: Int32 = 1
 
     let settings: AudioProcessing
-    /// speexdsp's linear canceller and WebRTC's canceller after it (when echoCancel), and WebRTC's noise
-    /// suppression and gain after both (when asked): the cancellers run only while the speaker plays
-    /// and a tail after it (`tail`), the rest always.
+    /// speexdsp's linear canceller and WebRTC's canceller after it (when echoCancel), then the noise
+    /// suppressor and WebRTC's gain (when asked): the cancellers run only while the speaker plays and
+    /// a tail after it (`tail`), the rest always.
     private var speex: OpaquePointer?
     private var aec: OpaquePointer?
+    private var suppressor: NoiseSuppressor?
     private var cleanup: OpaquePointer?
     private var tail: EchoTail
     private let filterLength: Int
@@ -121,13 +123,12 @@ public final class EchoCanceller {
             speex = speex_echo_state_init(Int32(Self.block), Int32(filterLength))
             var rate: Int32 = Int32(EchoAlignment.rate)
             if let speex { speex_echo_ctl(speex, SPEEX_ECHO_SET_SAMPLING_RATE, &rate) }
-            aec = suppression > 0 ? parlour_apm_create(suppression, 0, 0) : nil
+            aec = suppression > 0 ? parlour_apm_create(suppression, 0) : nil
         }
-        if settings.noiseSuppression || settings.autoGain {
-            cleanup = parlour_apm_create(0, settings.noiseSuppression ? 1 : 0, settings.autoGain ? 1 : 0)
-        }
+        suppressor = settings.noiseSuppression ? NoiseSuppressor() : nil
+        if settings.autoGain { cleanup = parlour_apm_create(0, 1) }
         tail = EchoTail(length: tail.length)
-        let failed = settings.echoCancel && (speex == nil || suppression > 0 && aec == nil) || (settings.noiseSuppression || settings.autoGain) && cleanup == nil
+        let failed = settings.echoCancel && (speex == nil || suppression > 0 && aec == nil) || settings.autoGain && cleanup == nil
         if failed { stop() }
         return !failed
     }
@@ -274,6 +275,7 @@ public final class EchoCanceller {
             // Digital silence stays silence: a fresh canceller adds comfort noise (about -80 dBFS for
             // its first 400 ms), and a dead microphone must still read as one (doctor, meter).
             let silent = !pendingNear[at..<at + Self.block].contains { $0 != 0 }
+            if let suppressor { suppressor.process(&near) }
             if let cleanup { _ = near.withUnsafeMutableBufferPointer { parlour_apm_near(cleanup, $0.baseAddress!, 0) } }
             if silent { processed += repeatElement(0, count: Self.block) } else { processed += near }
             at += Self.block
