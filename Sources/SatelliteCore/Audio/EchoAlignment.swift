@@ -38,7 +38,7 @@ public struct EchoAlignment: Sendable {
     /// Where the speaker's next period goes, and the microphone's.
     private var speakerNext: Int64?
     private var microphoneNext: Int64?
-    /// The microphone's last `window` samples, for the next measurement, and where they start.
+    /// The microphone's last `window` samples at least (two at most), for the next measurement, and where they start.
     private var heard: [Int16] = []
     private var heardStart: Int64 = 0
     /// Samples heard with the speaker playing since the last measurement, and whether the next is
@@ -99,7 +99,9 @@ public struct EchoAlignment: Sendable {
         let (at, _) = Self.place(&microphoneNext, start, slack: slack, count: samples.count)
         if heard.isEmpty || heardStart + Int64(heard.count) != at { heard = [] ; heardStart = at }
         heard.append(contentsOf: samples)
-        if heard.count > window {
+        // Trimmed to its last window once it holds two: trimming it every period moved the whole
+        // window each time, most of what the microphone's plumbing cost while nothing played.
+        if heard.count > 2 * window {
             let drop = heard.count - window
             heard.removeFirst(drop)
             heardStart += Int64(drop)
@@ -122,12 +124,13 @@ public struct EchoAlignment: Sendable {
     /// placed afresh, then every five):
     /// pass it to `EchoDelay.estimate` and its answer to `measured`.
     public mutating func takeMeasurement() -> EchoDelay.Input? {
-        guard playedHeard >= (soon ? window : 5 * window), heard.count == window else { return nil }
+        guard playedHeard >= (soon ? window : 5 * window), heard.count >= window else { return nil }
         playedHeard = 0
         soon = false
         let lead = lags.upperBound
-        let span = reference(count: window + lags.upperBound - lags.lowerBound, at: heardStart - Int64(lead))
-        return EchoDelay.Input(near: heard, far: span, farLead: lead, lags: lags)
+        let start = heardStart + Int64(heard.count - window)
+        let span = reference(count: window + lags.upperBound - lags.lowerBound, at: start - Int64(lead))
+        return EchoDelay.Input(near: Array(heard.suffix(window)), far: span, farLead: lead, lags: lags)
     }
 
     /// The answer to the last `takeMeasurement` (nil: no echo found; the delay stays, and the next

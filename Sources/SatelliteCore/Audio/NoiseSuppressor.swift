@@ -47,7 +47,9 @@ public final class NoiseSuppressor {
     static let lowestBin = 2
 
     private let fft = RealFFT(size: NoiseSuppressor.frameSize)
-    private let bins = NoiseSuppressor.frameSize / 2 + 1
+    /// The spectrum's bins (DC to Nyquist), rounded up to whole SIMD4s: the bins past Nyquist are
+    /// zero and stay so, so that every bin is worked four at a time.
+    private let bins = (NoiseSuppressor.frameSize / 2 + 1 + 3) / 4 * 4
     /// The last `frameSize` samples heard, `fresh` of them not yet in a frame.
     private let input: UnsafeMutablePointer<Float>
     private var fresh = 0
@@ -79,6 +81,8 @@ public final class NoiseSuppressor {
         synthesised = .allocate(capacity: size)
         re = .allocate(capacity: bins)
         im = .allocate(capacity: bins)
+        re.initialize(repeating: 0, count: bins)
+        im.initialize(repeating: 0, count: bins)
         smoothed = .allocate(capacity: bins)
         minimum = .allocate(capacity: bins)
         pastMinimum = .allocate(capacity: bins)
@@ -137,26 +141,33 @@ public final class NoiseSuppressor {
         for n in 0..<size { windowed[n] = input[n] * window[n] }
         fft.forward(windowed, re: re, im: im)
         let first = frames == 0
-        for k in 0..<bins {
-            let power = re[k] * re[k] + im[k] * im[k]
-            let smooth = first ? power : Self.smoothing * smoothed[k] + (1 - Self.smoothing) * power
-            smoothed[k] = smooth
-            let low = min(minimum[k], smooth)
-            minimum[k] = low
-            let noise = max(Self.bias * min(low, pastMinimum[k]), 1e-3)
+        for k in Swift.stride(from: 0, to: bins, by: 4) {
+            let r = Self.load(re + k), i = Self.load(im + k)
+            let power = r * r + i * i
+            let smooth = first ? power : Self.smoothing * Self.load(smoothed + k) + (1 - Self.smoothing) * power
+            Self.store(smooth, smoothed + k)
+            let low = Self.smaller(Self.load(minimum + k), smooth)
+            Self.store(low, minimum + k)
+            let noise = Self.larger(Self.bias * Self.smaller(low, Self.load(pastMinimum + k)), SIMD4(repeating: 1e-3))
             let posterior = power / noise
-            let prior = max(Self.decisionDirected * speech[k] / noise + (1 - Self.decisionDirected) * max(posterior - 1, 0), Self.snrFloor)
-            let gain = k < Self.lowestBin ? 0 : max(prior / (Self.overdrive + prior), Self.floor)
-            speech[k] = gain * gain * power
-            re[k] *= gain
-            im[k] *= gain
+            let fresh = (1 - Self.decisionDirected) * Self.larger(posterior - 1, .zero)
+            let prior = Self.larger(Self.decisionDirected * Self.load(speech + k) / noise + fresh, SIMD4(repeating: Self.snrFloor))
+            let gain = Self.larger(prior / (Self.overdrive + prior), SIMD4(repeating: Self.floor))
+            Self.store(gain * gain * power, speech + k)
+            Self.store(r * gain, re + k)
+            Self.store(i * gain, im + k)
         }
+        for k in 0..<Self.lowestBin { (re[k], im[k], speech[k]) = (0, 0, 0) }
         frames += 1
         if frames % Self.subwindowFrames == 0 { closeSubwindow() }
         fft.inverse(re: re, im: im, into: synthesised)
         let scale = 1 / Float(size)
         for n in 0..<size { overlap[n] += synthesised[n] * window[n] * scale }
-        for n in 0..<Self.hop { ready.append(Int16(max(-32768, min(32767, overlap[n].rounded())))) }
+        for n in 0..<Self.hop {
+            // Rounded half away from zero without libm's roundf, which was a tenth of the suppressor's time.
+            let value = max(-32768, min(32767, overlap[n]))
+            ready.append(Int16(value + (value < 0 ? -0.5 : 0.5)))
+        }
         overlap.update(from: overlap + Self.hop, count: size - Self.hop)
         (overlap + size - Self.hop).update(repeating: 0, count: Self.hop)
     }
@@ -171,5 +182,23 @@ public final class NoiseSuppressor {
             for window in 0..<Self.subwindows { past = min(past, subwindowMinima[window * bins + k]) }
             pastMinimum[k] = past
         }
+    }
+
+    // Not the standard library's pointwiseMin and pointwiseMax: they were left as calls, a fifth of
+    // the suppressor's instructions.
+    @inline(__always) private static func smaller(_ a: SIMD4<Float>, _ b: SIMD4<Float>) -> SIMD4<Float> {
+        a.replacing(with: b, where: b .< a)
+    }
+
+    @inline(__always) private static func larger(_ a: SIMD4<Float>, _ b: SIMD4<Float>) -> SIMD4<Float> {
+        a.replacing(with: b, where: b .> a)
+    }
+
+    private static func load(_ pointer: UnsafeMutablePointer<Float>) -> SIMD4<Float> {
+        UnsafeRawPointer(pointer).loadUnaligned(as: SIMD4<Float>.self)
+    }
+
+    private static func store(_ value: SIMD4<Float>, _ pointer: UnsafeMutablePointer<Float>) {
+        UnsafeMutableRawPointer(pointer).storeBytes(of: value, as: SIMD4<Float>.self)
     }
 }

@@ -1,9 +1,11 @@
 // A single-precision real FFT of one power-of-two length, forward and inverse:
 // a radix-2 complex FFT of half the length on split real and imaginary arrays,
 // and the usual split of a real sequence's spectrum around it. NoiseSuppressor's
-// alone (512 points, twice per 16 ms), hand-written for the reason that file
+// alone (256 points, twice every 8 ms), hand-written for the reason that file
 // gives. Through buffer pointers, its tables made once, nothing allocated per
-// call. The inverse is unnormalised: inverse(forward(x)) is x times the length.
+// call; each stage's twiddles side by side, so that from the third stage on four
+// butterflies go at once (SIMD4), which halved its time. The inverse is
+// unnormalised: inverse(forward(x)) is x times the length.
 import Glibc
 
 final class RealFFT {
@@ -11,9 +13,9 @@ final class RealFFT {
     let size: Int
     var bins: Int { size / 2 + 1 }
     private let half: Int
-    private let stages: Int
     private let bitReversed: UnsafeMutablePointer<Int32>
-    /// The half-length FFT's twiddles, e^(-2πik/half), and the split's, e^(-2πik/size).
+    /// The half-length FFT's twiddles, each stage's side by side (a stage of span s has
+    /// e^(-πij/s) for j < s, from s - 1), and the split's, e^(-2πik/size).
     private let twiddleRe: UnsafeMutablePointer<Float>
     private let twiddleIm: UnsafeMutablePointer<Float>
     private let splitRe: UnsafeMutablePointer<Float>
@@ -25,10 +27,10 @@ final class RealFFT {
         precondition(size >= 4 && size & (size - 1) == 0, "RealFFT's size is a power of two")
         self.size = size
         half = size / 2
-        stages = half.trailingZeroBitCount
+        let stages = half.trailingZeroBitCount
         bitReversed = .allocate(capacity: half)
-        twiddleRe = .allocate(capacity: half / 2)
-        twiddleIm = .allocate(capacity: half / 2)
+        twiddleRe = .allocate(capacity: half)
+        twiddleIm = .allocate(capacity: half)
         splitRe = .allocate(capacity: half + 1)
         splitIm = .allocate(capacity: half + 1)
         workRe = .allocate(capacity: half)
@@ -38,10 +40,14 @@ final class RealFFT {
             for bit in 0..<stages where index & (1 << bit) != 0 { reversed |= 1 << (stages - 1 - bit) }
             bitReversed[index] = Int32(reversed)
         }
-        for k in 0..<half / 2 {
-            let phase = -2 * Double.pi * Double(k) / Double(half)
-            twiddleRe[k] = Float(cos(phase))
-            twiddleIm[k] = Float(sin(phase))
+        var span = 1
+        while span < half {
+            for j in 0..<span {
+                let phase = -Double.pi * Double(j) / Double(span)
+                twiddleRe[span - 1 + j] = Float(cos(phase))
+                twiddleIm[span - 1 + j] = Float(sin(phase))
+            }
+            span *= 2
         }
         for k in 0...half {
             let phase = -2 * Double.pi * Double(k) / Double(size)
@@ -105,26 +111,43 @@ final class RealFFT {
     /// The half-length FFT in place on the work arrays, their input already in bit-reversed order.
     private func butterflies() {
         var span = 1
-        var stride = half / 2
         while span < half {
+            let wRe = twiddleRe + (span - 1), wIm = twiddleIm + (span - 1)
             var start = 0
             while start < half {
-                var twiddle = 0
-                for offset in 0..<span {
-                    let a = start + offset, b = a + span
-                    let wr = twiddleRe[twiddle], wi = twiddleIm[twiddle]
-                    let br = workRe[b] * wr - workIm[b] * wi
-                    let bi = workRe[b] * wi + workIm[b] * wr
-                    workRe[b] = workRe[a] - br
-                    workIm[b] = workIm[a] - bi
-                    workRe[a] += br
-                    workIm[a] += bi
-                    twiddle += stride
+                let aRe = workRe + start, aIm = workIm + start, bRe = aRe + span, bIm = aIm + span
+                if span >= 4 {
+                    for j in Swift.stride(from: 0, to: span, by: 4) {
+                        let wr = Self.load(wRe + j), wi = Self.load(wIm + j)
+                        let xr = Self.load(bRe + j), xi = Self.load(bIm + j)
+                        let br = xr * wr - xi * wi, bi = xr * wi + xi * wr
+                        let ar = Self.load(aRe + j), ai = Self.load(aIm + j)
+                        Self.store(ar - br, bRe + j)
+                        Self.store(ai - bi, bIm + j)
+                        Self.store(ar + br, aRe + j)
+                        Self.store(ai + bi, aIm + j)
+                    }
+                } else {
+                    for j in 0..<span {
+                        let wr = wRe[j], wi = wIm[j]
+                        let br = bRe[j] * wr - bIm[j] * wi, bi = bRe[j] * wi + bIm[j] * wr
+                        bRe[j] = aRe[j] - br
+                        bIm[j] = aIm[j] - bi
+                        aRe[j] += br
+                        aIm[j] += bi
+                    }
                 }
                 start += 2 * span
             }
             span *= 2
-            stride /= 2
         }
+    }
+
+    private static func load(_ pointer: UnsafeMutablePointer<Float>) -> SIMD4<Float> {
+        UnsafeRawPointer(pointer).loadUnaligned(as: SIMD4<Float>.self)
+    }
+
+    private static func store(_ value: SIMD4<Float>, _ pointer: UnsafeMutablePointer<Float>) {
+        UnsafeMutableRawPointer(pointer).storeBytes(of: value, as: SIMD4<Float>.self)
     }
 }
