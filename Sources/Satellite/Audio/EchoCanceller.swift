@@ -137,7 +137,7 @@ public final class EchoCanceller {
         if let speex { speex_echo_state_destroy(speex) }
         parlour_apm_destroy(aec)
         parlour_apm_destroy(cleanup)
-        (speex, aec, cleanup) = (nil, nil, nil)
+        (speex, aec, suppressor, cleanup) = (nil, nil, nil, nil)
     }
 
     deinit {
@@ -273,11 +273,13 @@ public final class EchoCanceller {
                 swap(&near, &out)
             }
             // Digital silence stays silence: a fresh canceller adds comfort noise (about -80 dBFS for
-            // its first 400 ms), and a dead microphone must still read as one (doctor, meter).
-            let silent = !pendingNear[at..<at + Self.block].contains { $0 != 0 }
+            // its first 400 ms), and a dead microphone must still read as one (doctor, meter). Made
+            // silence before the suppressor, which gives out what it was given 16 ms later: after it, a
+            // block of zeros would blank the 16 ms of sound before them.
+            if !pendingNear[at..<at + Self.block].contains(where: { $0 != 0 }) { near.withUnsafeMutableBufferPointer { $0.update(repeating: 0) } }
             if let suppressor { suppressor.process(&near) }
             if let cleanup { _ = near.withUnsafeMutableBufferPointer { parlour_apm_near(cleanup, $0.baseAddress!, 0) } }
-            if silent { processed += repeatElement(0, count: Self.block) } else { processed += near }
+            processed += near
             at += Self.block
         }
         pendingNear.removeFirst(at)

@@ -3,21 +3,27 @@
 // 16 ms spectrum every 8 ms, its a-priori SNR Ephraim and Malah's
 // decision-directed estimate, its noise the minimum of the smoothed spectrum
 // over the last 1.5 s (Martin's minimum statistics, simplified), its gain no
-// lower than -18 dB, and nothing under 94 Hz kept. The gain's floor, its
-// overdrive and the decision-directed weight are those of WebRTC's suppressor
-// at the level this project ran it (kHigh); its noise estimate is cheaper than
-// WebRTC's three quantile trackers and speech-probability features.
+// lower than -18 dB, and the two bins under 94 Hz removed (a microphone's DC
+// still leaks into the next at -23.5 dB, and is then steady noise, at the
+// floor). The gain's floor, its overdrive and the decision-directed weight are
+// those of WebRTC's suppressor at the level this project ran it (kHigh); its
+// noise estimate is cheaper than WebRTC's three quantile trackers and
+// speech-probability features. Like WebRTC's it needs its window of noise:
+// for the first 1.5 s after the microphone opens it suppresses what it has
+// heard so far, and after digital silence nothing, until it has heard more.
 //
-// Hand-written because both suppressors Debian 12 has cost more than a whole
-// CPU aim's budget (issue 13's is 0.065 s a minute): WebRTC's, through its
-// AudioProcessing as this project ran it, 0.087 s of CPU a minute of audio
-// offline and 0.106 live; speexdsp's preprocessor 0.062–0.070 in a C loop
-// (BENCHMARKS.md, "The local wake word"). This one: 0.044 offline, with the
-// processing's plumbing. It does what WebRTC's did for the wake word: on the
-// bench's corpus in noise, 279 of 315 heard against WebRTC's 281 and 267 with
-// none; steady white, pink and brown noise 19, 22 and 30 dB down (WebRTC's 18,
-// 20, 27). Measured and not taken: a 32 ms spectrum every 16 ms (half the
-// frames) smeared the word's onsets and heard 258 to 272, fewer than none.
+// Hand-written because WebRTC's suppressor (Debian 12's libwebrtc-audio-
+// processing 0.3, through its AudioProcessing as this project ran it) took
+// 0.087 to 0.098 s of CPU a minute of audio offline (wakeword-bench) and 0.106
+// live, more than issue 13's whole budget of 0.065; speexdsp's preprocessor,
+// the only other one Debian 12 has, took 0.062 to 0.070 in a C loop,
+// about all of it (BENCHMARKS.md, "The local wake word"). This one takes 0.028 to
+// 0.030 in the same wakeword-bench run as WebRTC's 0.087 to 0.098, and does
+// for the wake word what WebRTC's did: on the bench's corpus in noise, 279 of
+// 315 heard against WebRTC's 281 and 267 with none; steady white, pink and
+// brown noise 19, 22 and 30 dB down (WebRTC's 18, 20, 27). Measured and not
+// taken: a 32 ms spectrum every 16 ms (half the frames) smeared the word's
+// onsets and heard 258 to 263 of the corpus, fewer than none.
 //
 // Streaming: samples in, as many out, 16 ms later. The audio thread's alone.
 import Glibc
@@ -41,7 +47,9 @@ public final class NoiseSuppressor {
     /// The minimum is over `subwindows` of `subwindowFrames` frames: 8 × 24 × 8 ms, 1.5 s.
     static let subwindows = 8
     static let subwindowFrames = 24
-    /// The smoothed spectrum's minimum under its mean, for steady noise (NoiseSuppressorTests).
+    /// The smoothed spectrum's minimum under its mean, for steady noise. Not derived: about Martin's
+    /// bias compensation for this smoothing and window; steady noise then settles at the floor
+    /// (NoiseSuppressorTests).
     static let bias: Float = 2.2
     /// Bins below this are removed (2 × 62.5 Hz: under 94 Hz): a microphone's DC and hum, no speech.
     static let lowestBin = 2
@@ -68,7 +76,8 @@ public final class NoiseSuppressor {
     private let subwindowMinima: UnsafeMutablePointer<Float>
     private let speech: UnsafeMutablePointer<Float>
     private var frames = 0
-    /// Finished samples waiting to go out, from `readyStart`, primed with the latency's silence.
+    /// Finished samples waiting to go out, from `readyStart`: first a hop of silence, then the first
+    /// frame's first half (the hop before the first sample).
     private var ready: [Int16]
     private var readyStart = 0
 
@@ -100,7 +109,7 @@ public final class NoiseSuppressor {
         pastMinimum.initialize(repeating: .infinity, count: bins)
         subwindowMinima.initialize(repeating: .infinity, count: bins * Self.subwindows)
         speech.initialize(repeating: 0, count: bins)
-        // The first frame's first half is from before the first sample: with it, `latency`.
+        // A hop of silence, and the first frame's first half (from before the first sample): `latency`.
         ready = [Int16](repeating: 0, count: Self.latency - Self.hop)
         ready.reserveCapacity(Self.latency + 2 * size)
     }
@@ -142,20 +151,20 @@ public final class NoiseSuppressor {
         fft.forward(windowed, re: re, im: im)
         let first = frames == 0
         for k in Swift.stride(from: 0, to: bins, by: 4) {
-            let r = Self.load(re + k), i = Self.load(im + k)
+            let r = (re + k).four, i = (im + k).four
             let power = r * r + i * i
-            let smooth = first ? power : Self.smoothing * Self.load(smoothed + k) + (1 - Self.smoothing) * power
-            Self.store(smooth, smoothed + k)
-            let low = Self.smaller(Self.load(minimum + k), smooth)
-            Self.store(low, minimum + k)
-            let noise = Self.larger(Self.bias * Self.smaller(low, Self.load(pastMinimum + k)), SIMD4(repeating: 1e-3))
+            let smooth = first ? power : Self.smoothing * (smoothed + k).four + (1 - Self.smoothing) * power
+            (smoothed + k).four = smooth
+            let low = Self.smaller((minimum + k).four, smooth)
+            (minimum + k).four = low
+            let noise = Self.larger(Self.bias * Self.smaller(low, (pastMinimum + k).four), SIMD4(repeating: 1e-3))
             let posterior = power / noise
-            let fresh = (1 - Self.decisionDirected) * Self.larger(posterior - 1, .zero)
-            let prior = Self.larger(Self.decisionDirected * Self.load(speech + k) / noise + fresh, SIMD4(repeating: Self.snrFloor))
+            let now = (1 - Self.decisionDirected) * Self.larger(posterior - 1, .zero)
+            let prior = Self.larger(Self.decisionDirected * (speech + k).four / noise + now, SIMD4(repeating: Self.snrFloor))
             let gain = Self.larger(prior / (Self.overdrive + prior), SIMD4(repeating: Self.floor))
-            Self.store(gain * gain * power, speech + k)
-            Self.store(r * gain, re + k)
-            Self.store(i * gain, im + k)
+            (speech + k).four = gain * gain * power
+            (re + k).four = r * gain
+            (im + k).four = i * gain
         }
         for k in 0..<Self.lowestBin { (re[k], im[k], speech[k]) = (0, 0, 0) }
         frames += 1
@@ -194,11 +203,5 @@ public final class NoiseSuppressor {
         a.replacing(with: b, where: b .> a)
     }
 
-    private static func load(_ pointer: UnsafeMutablePointer<Float>) -> SIMD4<Float> {
-        UnsafeRawPointer(pointer).loadUnaligned(as: SIMD4<Float>.self)
-    }
 
-    private static func store(_ value: SIMD4<Float>, _ pointer: UnsafeMutablePointer<Float>) {
-        UnsafeMutableRawPointer(pointer).storeBytes(of: value, as: SIMD4<Float>.self)
-    }
 }

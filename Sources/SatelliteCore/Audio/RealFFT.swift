@@ -118,14 +118,14 @@ final class RealFFT {
                 let aRe = workRe + start, aIm = workIm + start, bRe = aRe + span, bIm = aIm + span
                 if span >= 4 {
                     for j in Swift.stride(from: 0, to: span, by: 4) {
-                        let wr = Self.load(wRe + j), wi = Self.load(wIm + j)
-                        let xr = Self.load(bRe + j), xi = Self.load(bIm + j)
+                        let wr = (wRe + j).four, wi = (wIm + j).four
+                        let xr = (bRe + j).four, xi = (bIm + j).four
                         let br = xr * wr - xi * wi, bi = xr * wi + xi * wr
-                        let ar = Self.load(aRe + j), ai = Self.load(aIm + j)
-                        Self.store(ar - br, bRe + j)
-                        Self.store(ai - bi, bIm + j)
-                        Self.store(ar + br, aRe + j)
-                        Self.store(ai + bi, aIm + j)
+                        let ar = (aRe + j).four, ai = (aIm + j).four
+                        (bRe + j).four = ar - br
+                        (bIm + j).four = ai - bi
+                        (aRe + j).four = ar + br
+                        (aIm + j).four = ai + bi
                     }
                 } else {
                     for j in 0..<span {
@@ -143,11 +143,5 @@ final class RealFFT {
         }
     }
 
-    private static func load(_ pointer: UnsafeMutablePointer<Float>) -> SIMD4<Float> {
-        UnsafeRawPointer(pointer).loadUnaligned(as: SIMD4<Float>.self)
-    }
 
-    private static func store(_ value: SIMD4<Float>, _ pointer: UnsafeMutablePointer<Float>) {
-        UnsafeMutableRawPointer(pointer).storeBytes(of: value, as: SIMD4<Float>.self)
-    }
 }
