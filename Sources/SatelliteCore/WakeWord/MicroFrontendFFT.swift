@@ -4,9 +4,11 @@
 // Hand-written for the reason MicroFrontend.swift gives; every store truncates to
 // 16 bits and every product rounds as KISS FFT's sround does, so the spectrum is
 // the same bit for bit, and with it the features. The three stages after the
-// first go four butterflies at a time in 32-bit lanes (fourButterflies says
-// why that is exact): the front end's instructions fell by a fifth (callgrind,
-// 20 s of noise through wakeword-bench, 399 to 318 million).
+// first, and the last step, go four at a time in 32-bit lanes (fourButterflies
+// says why that is exact), and the first stage makes only the half of each
+// product that is not a product with zero: the butterflies were half the front
+// end's time, and its instructions fell by a third (callgrind, 20 s of noise
+// through wakeword-bench, 399 to 269 million).
 import Glibc
 
 struct MicroFrontendFFT: Sendable {
@@ -21,18 +23,20 @@ struct MicroFrontendFFT: Sendable {
     /// The spectrum's bins, DC to Nyquist.
     static let bins = complexSize + 1
 
-    private let twiddles: [Complex]
-    private let superTwiddles: [Complex]
     /// The twiddles of the stages of m = 4, 16 and 64 (strides 16, 4 and 1), each stage's side by
     /// side from `stageOffset(m)`: w^k, w^2k and w^3k for k < m, the real parts then the imaginary,
     /// as Int32 for the butterflies four at a time.
     private let stageTwiddles: [Int32]
+    /// kiss_fftr's super twiddles, real and imaginary parts, as Int32 for realSpectrum's lanes.
+    private let superRe: [Int32]
+    private let superIm: [Int32]
 
     init() {
         let n = Self.complexSize
         let twiddles = (0..<n).map { k in Self.exp(-2 * Double.pi * Double(k) / Double(n)) }
-        self.twiddles = twiddles
-        superTwiddles = (0..<n / 2).map { k in Self.exp(-Double.pi * (Double(k + 1) / Double(n) + 0.5)) }
+        let superTwiddles = (0..<n / 2).map { k in Self.exp(-Double.pi * (Double(k + 1) / Double(n) + 0.5)) }
+        superRe = superTwiddles.map { Int32($0.r) }
+        superIm = superTwiddles.map { Int32($0.i) }
         var table: [Int32] = []
         for m in [4, 16, 64] {
             let stride = n / (4 * m)
@@ -68,10 +72,8 @@ struct MicroFrontendFFT: Sendable {
                 let value = Int16(truncatingIfNeeded: Int(UInt16(bitPattern: input[k])) << shift)
                 if k & 1 == 0 { packed[k >> 1].r = value } else { packed[k >> 1].i = value }
             }
-            twiddles.withUnsafeBufferPointer { twiddles in
-                stageTwiddles.withUnsafeBufferPointer { stages in
-                    Self.work(half, 0, UnsafeBufferPointer(packed), 0, stride: 1, m: Self.complexSize / 4, twiddles, stages)
-                }
+            stageTwiddles.withUnsafeBufferPointer { stages in
+                Self.work(half, 0, UnsafeBufferPointer(packed), 0, stride: 1, m: Self.complexSize / 4, stages)
             }
             realSpectrum(UnsafeBufferPointer(half), into: spectrum)
         }
@@ -80,43 +82,38 @@ struct MicroFrontendFFT: Sendable {
     /// kf_work for 256 = 4 · 4 · 4 · 4 (kf_factor's answer, radix 4 only): four decimated transforms
     /// of length `m` each, then one radix-4 stage to join them.
     private static func work(_ out: UnsafeMutableBufferPointer<Complex>, _ outStart: Int, _ input: UnsafeBufferPointer<Complex>,
-                             _ inStart: Int, stride: Int, m: Int, _ twiddles: UnsafeBufferPointer<Complex>,
-                             _ stages: UnsafeBufferPointer<Int32>) {
+                             _ inStart: Int, stride: Int, m: Int, _ stages: UnsafeBufferPointer<Int32>) {
         if m == 1 {
-            for j in 0..<4 { out[outStart + j] = input[inStart + j * stride] }
-            butterfly4(out, outStart, stride: stride, m: m, twiddles)
+            leaf(out.baseAddress! + outStart, input.baseAddress! + inStart, stride: stride)
         } else {
             for j in 0..<4 {
-                work(out, outStart + j * m, input, inStart + j * stride, stride: stride * 4, m: m / 4, twiddles, stages)
+                work(out, outStart + j * m, input, inStart + j * stride, stride: stride * 4, m: m / 4, stages)
             }
             fourButterflies(out.baseAddress! + outStart, m: m, stages.baseAddress! + stageOffset(m))
         }
     }
 
-    private static func butterfly4(_ f: UnsafeMutableBufferPointer<Complex>, _ start: Int, stride: Int, m: Int,
-                                   _ twiddles: UnsafeBufferPointer<Complex>) {
-        for k in 0..<m {
-            let a = start + k, b = a + m, c = a + 2 * m, d = a + 3 * m
-            var fa = divide(f[a], 4)
-            let fb = divide(f[b], 4), fc = divide(f[c], 4), fd = divide(f[d], 4)
-            let s0 = multiply(fb, twiddles[k * stride])
-            let s1 = multiply(fc, twiddles[2 * k * stride])
-            let s2 = multiply(fd, twiddles[3 * k * stride])
-            let s5 = subtract(fa, s1)
-            fa = add(fa, s1)
-            let s3 = add(s0, s2)
-            let s4 = subtract(s0, s2)
-            f[c] = subtract(fa, s3)
-            f[a] = add(fa, s3)
-            f[b] = Complex(r: s5.r &+ s4.i, i: s5.i &- s4.r)
-            f[d] = Complex(r: s5.r &- s4.i, i: s5.i &+ s4.r)
-        }
+    /// KISS FFT's kf_bfly4 where m is 1 (the first stage), reading its inputs where they are: its twiddle is
+    /// w^0 = 32767 + 0i, whose products with zero are zero, so only half of each product is made.
+    private static func leaf(_ f: UnsafeMutablePointer<Complex>, _ input: UnsafePointer<Complex>, stride: Int) {
+        var fa = divide(input[0], 4)
+        let fb = divide(input[stride], 4), fc = divide(input[2 * stride], 4), fd = divide(input[3 * stride], 4)
+        let s0 = Complex(r: round(Int(fb.r) &* 32767), i: round(Int(fb.i) &* 32767))
+        let s1 = Complex(r: round(Int(fc.r) &* 32767), i: round(Int(fc.i) &* 32767))
+        let s2 = Complex(r: round(Int(fd.r) &* 32767), i: round(Int(fd.i) &* 32767))
+        let s5 = subtract(fa, s1)
+        fa = add(fa, s1)
+        let s3 = add(s0, s2)
+        let s4 = subtract(s0, s2)
+        f[2] = subtract(fa, s3)
+        f[0] = add(fa, s3)
+        f[1] = Complex(r: s5.r &+ s4.i, i: s5.i &- s4.r)
+        f[3] = Complex(r: s5.r &- s4.i, i: s5.i &+ s4.r)
     }
 
-    /// butterfly4 four k at a time (m a multiple of 4), on the same 16-bit values: each product of
-    /// two of them and each sum of two products fits in 32 bits, so Int32 lanes give what the
-    /// scalar code's Int gives, and every store truncates to 16 bits as before. The butterflies
-    /// were half the front end's time (callgrind).
+    /// kf_bfly4 four k at a time (m a multiple of 4), on the same 16-bit values: each product of
+    /// two of them and each sum of two products fits in 32 bits (32768 · 32767 · 2 < 2^31), so
+    /// Int32 lanes give what the C's int32 gives, and every store truncates to 16 bits as there.
     private static func fourButterflies(_ f: UnsafeMutablePointer<Complex>, m: Int, _ stage: UnsafePointer<Int32>) {
         let raw = UnsafeMutableRawPointer(f)
         for k in Swift.stride(from: 0, to: m, by: 4) {
@@ -166,32 +163,39 @@ struct MicroFrontendFFT: Sendable {
         (round(ar &* br &- ai &* bi), round(ar &* bi &+ ai &* br))
     }
 
-    /// kiss_fftr's last step: the real input's spectrum from the half-length complex one.
+    /// kiss_fftr's last step: the real input's spectrum from the half-length complex one, four k
+    /// at a time (and k and n - k together) in 32-bit lanes, exact as fourButterflies is.
     private func realSpectrum(_ half: UnsafeBufferPointer<Complex>, into out: UnsafeMutableBufferPointer<Complex>) {
         let n = Self.complexSize
         let dc = Self.divide(half[0], 2)
         out[0] = Complex(r: dc.r &+ dc.i, i: 0)
         out[n] = Complex(r: dc.r &- dc.i, i: 0)
-        superTwiddles.withUnsafeBufferPointer { superTwiddles in
-            for k in 1...n / 2 {
-                let fpk = Self.divide(half[k], 2)
-                let fpnk = Self.divide(Complex(r: half[n - k].r, i: 0 &- half[n - k].i), 2)
-                let f1k = Self.add(fpk, fpnk)
-                let f2k = Self.subtract(fpk, fpnk)
-                let tw = Self.multiply(f2k, superTwiddles[k - 1])
-                // HALF_OF acts on the int sum, before it is stored back in 16 bits.
-                out[k] = Complex(r: Self.half(Int(f1k.r) + Int(tw.r)), i: Self.half(Int(f1k.i) + Int(tw.i)))
-                out[n - k] = Complex(r: Self.half(Int(f1k.r) - Int(tw.r)), i: Self.half(Int(tw.i) - Int(f1k.i)))
+        let input = UnsafeMutableRawPointer(mutating: half.baseAddress!), output = UnsafeMutableRawPointer(out.baseAddress!)
+        superRe.withUnsafeBufferPointer { superRe in
+            superIm.withUnsafeBufferPointer { superIm in
+                for k in Swift.stride(from: 1, to: n / 2, by: 4) {
+                    let (pr, pi) = Self.load(input, k), (qr, qi) = Self.load(input, n - k - 3)
+                    let (fpkR, fpkI) = (Self.halved(pr), Self.halved(pi))
+                    let (fpnkR, fpnkI) = (Self.halved(Self.reversed(qr)), Self.halved(Self.wrap(0 &- Self.reversed(qi))))
+                    let (f1kR, f1kI) = (Self.wrap(fpkR &+ fpnkR), Self.wrap(fpkI &+ fpnkI))
+                    let (f2kR, f2kI) = (Self.wrap(fpkR &- fpnkR), Self.wrap(fpkI &- fpnkI))
+                    let twR = UnsafeRawPointer(superRe.baseAddress! + k - 1).loadUnaligned(as: Lanes.self)
+                    let twI = UnsafeRawPointer(superIm.baseAddress! + k - 1).loadUnaligned(as: Lanes.self)
+                    let (tR, tI) = Self.product(f2kR, f2kI, twR, twI)
+                    // HALF_OF acts on the int sum, before it is stored back in 16 bits.
+                    Self.store(output, k, (f1kR &+ tR) &>> 1, (f1kI &+ tI) &>> 1)
+                    // k = n/2 is both: this second store is the one kept, as in the C.
+                    Self.store(output, n - k - 3, Self.reversed((f1kR &- tR) &>> 1), Self.reversed((tI &- f1kI) &>> 1))
+                }
             }
         }
     }
 
+    private static func reversed(_ x: Lanes) -> Lanes { Lanes(x[3], x[2], x[1], x[0]) }
+    private static func halved(_ x: Lanes) -> Lanes { round(x &* Lanes(repeating: 32767 / 2)) }
+
     // Products of 16-bit values in a 64-bit Int cannot overflow, so the operators need not check.
-    private static func half(_ x: Int) -> Int16 { Int16(truncatingIfNeeded: x >> 1) }
     private static func round(_ x: Int) -> Int16 { Int16(truncatingIfNeeded: (x &+ (1 << 14)) >> 15) }
-    private static func multiply(_ a: Complex, _ b: Complex) -> Complex {
-        Complex(r: round(Int(a.r) &* Int(b.r) &- Int(a.i) &* Int(b.i)), i: round(Int(a.r) &* Int(b.i) &+ Int(a.i) &* Int(b.r)))
-    }
     private static func divide(_ c: Complex, _ k: Int) -> Complex {
         Complex(r: round(Int(c.r) &* (32767 / k)), i: round(Int(c.i) &* (32767 / k)))
     }
