@@ -17,8 +17,8 @@
 // 0.087 to 0.098 s of CPU a minute of audio offline (wakeword-bench) and 0.106
 // live, more than issue 13's whole budget of 0.065; speexdsp's preprocessor,
 // the only other one Debian 12 has, took 0.062 to 0.070 in a C loop,
-// about all of it (BENCHMARKS.md, "The local wake word"). This one takes 0.028 to
-// 0.030 in the same wakeword-bench run as WebRTC's 0.087 to 0.098, and does
+// about all of it (BENCHMARKS.md, "The local wake word"). This one takes 0.023
+// to 0.030 in the wakeword-bench runs where WebRTC's took 0.087 to 0.098, and does
 // for the wake word what WebRTC's did: on the bench's corpus in noise, 279 of
 // 315 heard against WebRTC's 281 and 267 with none; steady white, pink and
 // brown noise 19, 22 and 30 dB down (WebRTC's 18, 20, 27). Measured and not
