@@ -202,6 +202,4 @@ public final class NoiseSuppressor {
     @inline(__always) private static func larger(_ a: SIMD4<Float>, _ b: SIMD4<Float>) -> SIMD4<Float> {
         a.replacing(with: b, where: b .> a)
     }
-
-
 }

@@ -16,7 +16,8 @@ final class RealFFT {
     private let half: Int
     private let bitReversed: UnsafeMutablePointer<Int32>
     /// The half-length FFT's twiddles, each stage's side by side (a stage of span s has
-    /// e^(-πij/s) for j < s, from s - 1), and the split's, e^(-2πik/size).
+    /// e^(-πij/s) for j < s, from s - 1; the first two stages' are made but not read), and the
+    /// split's, e^(-2πik/size).
     private let twiddleRe: UnsafeMutablePointer<Float>
     private let twiddleIm: UnsafeMutablePointer<Float>
     private let splitRe: UnsafeMutablePointer<Float>
@@ -25,7 +26,7 @@ final class RealFFT {
     private let workIm: UnsafeMutablePointer<Float>
 
     init(size: Int) {
-        precondition(size >= 16 && size & (size - 1) == 0, "RealFFT's size is a power of two, 16 or more")
+        precondition(size >= 8 && size & (size - 1) == 0, "RealFFT's size is a power of two, 8 or more")
         self.size = size
         half = size / 2
         let stages = half.trailingZeroBitCount
@@ -140,6 +141,4 @@ final class RealFFT {
             span *= 2
         }
     }
-
-
 }

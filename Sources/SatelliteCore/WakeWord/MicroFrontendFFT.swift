@@ -32,6 +32,8 @@ struct MicroFrontendFFT: Sendable {
     private let superIm: [Int32]
 
     init() {
+        // The lanes load four of them as eight Int16s, r then i.
+        precondition(MemoryLayout<Complex>.stride == 4 && MemoryLayout<Complex>.offset(of: \.i) == 2)
         let n = Self.complexSize
         let twiddles = (0..<n).map { k in Self.exp(-2 * Double.pi * Double(k) / Double(n)) }
         let superTwiddles = (0..<n / 2).map { k in Self.exp(-Double.pi * (Double(k + 1) / Double(n) + 0.5)) }
