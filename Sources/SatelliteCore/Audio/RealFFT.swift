@@ -15,8 +15,8 @@ final class RealFFT {
     var bins: Int { size / 2 + 1 }
     private let half: Int
     private let bitReversed: UnsafeMutablePointer<Int32>
-    /// The half-length FFT's twiddles, each stage's side by side (a stage of span s has
-    /// e^(-πij/s) for j < s, from s - 1; the first two stages' are made but not read), and the
+    /// The half-length FFT's twiddles from its third stage on (the first two need none), each
+    /// stage's side by side (a stage of span s has e^(-πij/s) for j < s, from s - 1), and the
     /// split's, e^(-2πik/size).
     private let twiddleRe: UnsafeMutablePointer<Float>
     private let twiddleIm: UnsafeMutablePointer<Float>
@@ -42,7 +42,7 @@ final class RealFFT {
             for bit in 0..<stages where index & (1 << bit) != 0 { reversed |= 1 << (stages - 1 - bit) }
             bitReversed[index] = Int32(reversed)
         }
-        var span = 1
+        var span = 4
         while span < half {
             for j in 0..<span {
                 let phase = -Double.pi * Double(j) / Double(span)

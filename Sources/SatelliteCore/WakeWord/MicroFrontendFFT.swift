@@ -120,8 +120,9 @@ struct MicroFrontendFFT: Sendable {
         let raw = UnsafeMutableRawPointer(f)
         for k in Swift.stride(from: 0, to: m, by: 4) {
             let (ar, ai) = load(raw, k), (br, bi) = load(raw, k + m), (cr, ci) = load(raw, k + 2 * m), (dr, di) = load(raw, k + 3 * m)
-            var (far, fai) = (quarter(ar), quarter(ai))
-            let (fbr, fbi) = (quarter(br), quarter(bi)), (fcr, fci) = (quarter(cr), quarter(ci)), (fdr, fdi) = (quarter(dr), quarter(di))
+            var (far, fai) = (divided(ar, by: 4), divided(ai, by: 4))
+            let (fbr, fbi) = (divided(br, by: 4), divided(bi, by: 4)), (fcr, fci) = (divided(cr, by: 4), divided(ci, by: 4))
+            let (fdr, fdi) = (divided(dr, by: 4), divided(di, by: 4))
             let (s0r, s0i) = product(fbr, fbi, twiddle(stage, m, 0, k), twiddle(stage, m, 1, k))
             let (s1r, s1i) = product(fcr, fci, twiddle(stage, m, 2, k), twiddle(stage, m, 3, k))
             let (s2r, s2i) = product(fdr, fdi, twiddle(stage, m, 4, k), twiddle(stage, m, 5, k))
@@ -160,7 +161,8 @@ struct MicroFrontendFFT: Sendable {
     /// A 32-bit value stored in 16 bits and read back.
     private static func wrap(_ x: Lanes) -> Lanes { (x &<< 16) &>> 16 }
     private static func round(_ x: Lanes) -> Lanes { wrap((x &+ (1 << 14)) &>> 15) }
-    private static func quarter(_ x: Lanes) -> Lanes { round(x &* Lanes(repeating: 32767 / 4)) }
+    /// divide's lanes: C_FIXDIV, a product with 32767 / k.
+    private static func divided(_ x: Lanes, by k: Int32) -> Lanes { round(x &* Lanes(repeating: 32767 / k)) }
     private static func product(_ ar: Lanes, _ ai: Lanes, _ br: Lanes, _ bi: Lanes) -> (Lanes, Lanes) {
         (round(ar &* br &- ai &* bi), round(ar &* bi &+ ai &* br))
     }
@@ -177,8 +179,8 @@ struct MicroFrontendFFT: Sendable {
             superIm.withUnsafeBufferPointer { superIm in
                 for k in Swift.stride(from: 1, to: n / 2, by: 4) {
                     let (pr, pi) = Self.load(input, k), (qr, qi) = Self.load(input, n - k - 3)
-                    let (fpkR, fpkI) = (Self.halved(pr), Self.halved(pi))
-                    let (fpnkR, fpnkI) = (Self.halved(Self.reversed(qr)), Self.halved(Self.wrap(0 &- Self.reversed(qi))))
+                    let (fpkR, fpkI) = (Self.divided(pr, by: 2), Self.divided(pi, by: 2))
+                    let (fpnkR, fpnkI) = (Self.divided(Self.reversed(qr), by: 2), Self.divided(Self.wrap(0 &- Self.reversed(qi)), by: 2))
                     let (f1kR, f1kI) = (Self.wrap(fpkR &+ fpnkR), Self.wrap(fpkI &+ fpnkI))
                     let (f2kR, f2kI) = (Self.wrap(fpkR &- fpnkR), Self.wrap(fpkI &- fpnkI))
                     let twR = UnsafeRawPointer(superRe.baseAddress! + k - 1).loadUnaligned(as: Lanes.self)
@@ -194,7 +196,6 @@ struct MicroFrontendFFT: Sendable {
     }
 
     private static func reversed(_ x: Lanes) -> Lanes { Lanes(x[3], x[2], x[1], x[0]) }
-    private static func halved(_ x: Lanes) -> Lanes { round(x &* Lanes(repeating: 32767 / 2)) }
 
     // Products of 16-bit values in a 64-bit Int cannot overflow, so the operators need not check.
     private static func round(_ x: Int) -> Int16 { Int16(truncatingIfNeeded: (x &+ (1 << 14)) >> 15) }
