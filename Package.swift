@@ -35,6 +35,8 @@ let package = Package(
                 cxxSettings: [.define("WEBRTC_POSIX"), .define("WEBRTC_AUDIO_PROCESSING_ONLY_BUILD"),
                               .unsafeFlags(["-I/usr/include/webrtc_audio_processing"])],
                 linkerSettings: [.linkedLibrary("webrtc_audio_processing")]),
+        // dl_iterate_phdr and madvise: the read-only pages given back (Satellite/System/ResidentPages.swift).
+        .target(name: "CPages"),
 
         // What parlourctl needs: the control protocol, the command lines, JSON, setup's steps, the
         // results' words. No Foundation and no regex library, so parlourctl links neither
@@ -43,7 +45,7 @@ let package = Package(
         // Pure policy and codecs: no C, Foundation at most.
         .target(name: "SatelliteCore", dependencies: ["ControlCore"], swiftSettings: strict),
         // The actors and their adapters around the C libraries.
-        .target(name: "Satellite", dependencies: ["SatelliteCore", "CALSA", "CAvahi", "CCurl", "CEspeak", "COpenSSL", "CPrctl", "CSpawn", "CSpeexDSP", "CSystemd", "CTFLite", "CWebRTCAudio", "CWebSockets"], swiftSettings: strict),
+        .target(name: "Satellite", dependencies: ["SatelliteCore", "CALSA", "CAvahi", "CCurl", "CEspeak", "COpenSSL", "CPages", "CPrctl", "CSpawn", "CSpeexDSP", "CSystemd", "CTFLite", "CWebRTCAudio", "CWebSockets"], swiftSettings: strict),
         .executableTarget(name: "parlour-satellite", dependencies: ["Satellite", "SatelliteCore"], swiftSettings: strict),
         .executableTarget(name: "parlourctl", dependencies: ["ControlCore"], swiftSettings: strict + noRegex),
         // scripts/bench's: the wake word engine over recordings, faster than real time (not installed).

@@ -185,6 +185,8 @@ public final class Daemon: Sendable {
                 await Service.untilCancelled()
             },
         ]
+        // The start-up's pages of code given back once it is over, and a turn's after it.
+        services.append(Service("resident pages") { await ResidentPages.run() })
         // Last, so it stops first: no wake starts a turn while the rest stops.
         if let wakeWordService { services.append(Service("wake word") { await wakeWordService.run() }) }
         if let interval = notifier.watchdogInterval {
