@@ -1,7 +1,7 @@
-// The read-only pages given back (pages.c).
+// The pages of code and constants handed to the kernel to reclaim (pages.c).
 #include <stddef.h>
 
-/// Unmaps every page of the loaded objects' read-only segments (code and constants), and gives
-/// the heap's free pages back (malloc_trim). Returns how many bytes of segments were advised;
-/// `failures` is how many segments madvise refused.
-size_t parlour_unmap_clean_pages(int *failures);
+/// Advises MADV_PAGEOUT for the whole pages of every loaded object's read-only segments (code
+/// and constants). Returns how many bytes were advised; `refused` is how many segments the
+/// kernel refused (a kernel before 5.4 refuses them all).
+size_t parlour_page_out_code(int *refused);

@@ -185,7 +185,7 @@ public final class Daemon: Sendable {
                 await Service.untilCancelled()
             },
         ]
-        // The start-up's pages of code given back once it is over, and a turn's after it.
+        // The start-up's code paged out once it is over, and once an hour after.
         services.append(Service("resident pages") { await ResidentPages.run() })
         // Last, so it stops first: no wake starts a turn while the rest stops.
         if let wakeWordService { services.append(Service("wake word") { await wakeWordService.run() }) }

@@ -1,39 +1,38 @@
-// What the daemon keeps mapped of its code. Starting touches far more code than
-// the steady state runs (the config, the first /health, TLS and curl's set-up,
-// the model's loading), and the kernel maps 64 KiB around every page a read
-// fault touches: a streaming daemon had 23 MiB of files mapped, of which it
-// went on to use 9 (process_madvise MADV_PAGEOUT from outside, then the steady
-// RSS read again: 27.1 MiB fell to 12.9; BENCHMARKS.md, "Pages of code given
-// back"). So once in a while every page of the loaded objects' read-only
-// segments is unmapped (MADV_DONTNEED): the pages stay in the page cache, and
-// what is still used is mapped again by its next read, a minor fault each
-// (microseconds, no disk). What stays resident is what is in use. Writable
-// segments are never touched (CPages/shim.h): their pages may be ours alone.
+// What the daemon keeps of its code in memory. Starting runs far more code than
+// the steady state does (the config, the first /health, curl's and TLS's
+// set-up, the model's loading), and the kernel maps and reads ahead 64 KiB and
+// more around every page a fault touches: a streaming daemon had 23 MiB of its
+// files resident and went on to use 9. So a while after start, and once an
+// hour after, the pages of every loaded object's code and constants are handed
+// to the kernel to reclaim (MADV_PAGEOUT, CPages/pages.c): those only this
+// daemon maps are freed, and what is still in use is read back by its next
+// fault, from the page cache or the disk, once. What stays resident is what
+// is in use. Measured in BENCHMARKS.md, "Code paged out".
 import CPages
 
 enum ResidentPages {
-    /// How long after start the first unmapping waits: past READY=1, the first /health and the
+    /// How long after start the first round waits: past READY=1, the first /health and the
     /// stream's connection, the start-up work whose code the steady state does not run again.
     static let first: Duration = .seconds(10)
-    /// How often after that: a turn's code (curl, JSON, playback) is mapped again while it is
-    /// in use and given back by the next round.
-    static let every: Duration = .seconds(60)
+    /// How often after that: code a turn or a reconnection brought in goes again, and what the
+    /// steady state reads back (a few MiB, from the disk if the kernel dropped it) is read once an hour.
+    static let every: Duration = .seconds(3600)
 
-    /// Unmaps the read-only segments' pages; returns how many bytes were advised and how many
-    /// segments the kernel refused.
+    /// Hands the read-only segments' pages to the kernel; returns how many bytes were advised
+    /// and how many segments the kernel refused.
     @discardableResult
-    static func unmapClean() -> (bytes: Int, refused: Int) {
+    static func pageOut() -> (bytes: Int, refused: Int) {
         var refused: Int32 = 0
-        let bytes = parlour_unmap_clean_pages(&refused)
+        let bytes = parlour_page_out_code(&refused)
         return (Int(bytes), Int(refused))
     }
 
-    /// Unmaps at `first`, then at every `every`, until cancelled.
+    /// Pages out at `first`, then at every `every`, until cancelled.
     static func run() async {
         var wait = first
         while !Task.isCancelled {
             do { try await Task.sleep(for: wait) } catch { return }
-            unmapClean()
+            pageOut()
             wait = every
         }
     }
