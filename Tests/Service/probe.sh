@@ -443,6 +443,19 @@ t_wake_heard() {
   echo "a wake record: $(records _PID="$wake_pid" | awk '$2 == "wake"' | head -n 1 | cut -d' ' -f3-)"
 }
 
+t_paged_out() {
+  [[ -n "$wake_pid" ]] || { echo "the daemon did not start with wake \"local\""; return 1; }
+  paged() { journalctl -b -o json --no-pager _PID="$wake_pid" MESSAGE="Code paged out." | grep -q .; }
+  wait_until 30 paged || { records _PID="$wake_pid"; echo "no \"Code paged out.\" record within 30 s of the start (records above)"; return 1; }
+  local fields
+  fields="$(journalctl -b -o json --no-pager _PID="$wake_pid" MESSAGE="Code paged out." | head -n 1 |
+    python3 -c 'import json, sys; r = json.load(sys.stdin); print(r.get("BYTES", "?"), r.get("REFUSED", "?"))')"
+  read -r bytes refused <<<"$fields"
+  [[ "$refused" == 0 && "$bytes" =~ ^[1-9][0-9]*$ ]] ||
+    { echo "the record says bytes=$bytes refused=$refused: madvise was refused under the unit's filter"; return 1; }
+  echo "$((bytes >> 20)) MiB of code advised under the unit's system call filter, none refused; $(grep VmRSS /proc/"$wake_pid"/status | tr -s ' ')"
+}
+
 t_wake_maps() {
   [[ -n "$wake_pid" ]] || { echo "the daemon did not start with wake \"local\""; return 1; }
   grep -q "$engine/lib/libtensorflowlite_c.so" /proc/"$wake_pid"/maps ||
@@ -589,6 +602,7 @@ check "offline notice" t_offline_notice
 check "wake word: the engine's files" t_wake_files
 check "wake word local: READY=1 and wakeWord.ok" t_wake_ready
 check "wake word local: \"okay nabu\" at the microphone gives a wake record" t_wake_heard
+check "code paged out under the unit's filter" t_paged_out
 check "wake word local: no seccomp, EPERM or TensorFlow Lite error in the journal" t_wake_journal
 check "wake word: libtensorflowlite_c.so mapped only with wake local" t_wake_maps
 check "systemctl stop" t_stop

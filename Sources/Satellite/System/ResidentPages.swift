@@ -27,12 +27,13 @@ enum ResidentPages {
         return (Int(bytes), Int(refused))
     }
 
-    /// Pages out at `first`, then at every `every`, until cancelled.
-    static func run() async {
+    /// Pages out at `first`, then at every `every`, until cancelled; each round is a debug record.
+    static func run(bus: EventBus) async {
         var wait = first
         while !Task.isCancelled {
             do { try await Task.sleep(for: wait) } catch { return }
-            pageOut()
+            let (bytes, refused) = pageOut()
+            bus.notice(.debug, "Code paged out.", ["bytes": String(bytes), "refused": String(refused)])
             wait = every
         }
     }
