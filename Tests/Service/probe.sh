@@ -449,7 +449,7 @@ t_paged_out() {
   wait_until 30 paged || { records _PID="$wake_pid"; echo "no \"Code paged out.\" record within 30 s of the start (records above)"; return 1; }
   local fields
   fields="$(journalctl -b -o json --no-pager _PID="$wake_pid" MESSAGE="Code paged out." | head -n 1 |
-    python3 -c 'import json, sys; r = json.load(sys.stdin); print(r.get("BYTES", "?"), r.get("REFUSED", "?"))')"
+    python3 -c 'import json, sys; r = json.load(sys.stdin); print(r.get("PARLOUR_BYTES", "?"), r.get("PARLOUR_REFUSED", "?"))')"
   read -r bytes refused <<<"$fields"
   [[ "$refused" == 0 && "$bytes" =~ ^[1-9][0-9]*$ ]] ||
     { echo "the record says bytes=$bytes refused=$refused: madvise was refused under the unit's filter"; return 1; }
