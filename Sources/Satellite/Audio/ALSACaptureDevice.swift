@@ -392,6 +392,9 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
     private func end(_ failure: ALSAError?) -> Bool {
         snd_pcm_drop(pcm)
         snd_pcm_close(pcm)
+        // Let go of it here: the owner's closure holds this device (to name it in the failure),
+        // and kept, the two held each other and every device ever opened stayed in memory.
+        let onFailure = self.onFailure.take()
         if let failure { onFailure?(failure) }
         let (last, sink): (AsyncStream<CaptureChunk>.Continuation?, (any CaptureSink)?) = consumer.withLock { c in
             defer {
