@@ -44,6 +44,8 @@ case .success(let invocation):
     }
 }
 
+// While /proc/self is still the daemon's own: what the start-up's code is unmapped with, later.
+ResidentPages.prepare()
 // Before the token is first read: no core file, and no ptrace by another process of this user.
 if !CoreDumps.forbid() {
     journal.write(JournalRecord(.warning, "Cannot make the daemon undumpable (prctl PR_SET_DUMPABLE): "

@@ -6,7 +6,7 @@ import Glibc
 import Synchronization
 import Testing
 import SatelliteCore
-import Satellite
+@testable import Satellite
 
 @Suite("speaker playback")
 struct PlaybackTests {
@@ -115,6 +115,29 @@ struct PlaybackTests {
         #expect(first.ending == .cancelled)
         #expect(second == PlaybackOutcome(ending: .finished, framesWritten: short.frameCount))
         #expect(abs(try alsa.readRaw(file).count - short.frameCount) <= 320)
+    }
+
+    /// Playback's `finished` names the device (its first frame's time); kept after the device
+    /// ended, the two held each other and every reply and cue played stayed in memory.
+    @Test("a speaker that has played is freed, though its closure names it", .timeLimit(.minutes(1)))
+    func playedDeviceIsFreed() async throws {
+        let alsa = try ALSAFixture.shared()
+        weak var freed: ALSAPlaybackDevice?
+        do {
+            let speaker = try ALSAPlaybackDevice.open(device: alsa.speaker(file: alsa.path("freed.raw")), rate: 16000, channels: 1)
+            freed = speaker
+            let outcome: Result<PlaybackOutcome, ALSAError> = await withCheckedContinuation { done in
+                speaker.start(tone(hz: 440, rate: 16000, channels: 1, seconds: 0.1), isCancelled: { speaker.periodFrames < 0 }) { result in
+                    _ = speaker.firstFrameMonotonicNs
+                    done.resume(returning: result)
+                }
+            }
+            #expect((try? outcome.get().ending) == .finished)
+        }
+        // The audio thread lets go of a side at the end of the wake-up that ended it: a job it
+        // runs after that wake-up has come back once that is done.
+        _ = try await AudioEngine.shared.run { () throws(ALSAError) in 0 }
+        #expect(freed == nil, "something still holds the speaker after it played")
     }
 
     @Test("the device notices a cancel at the next period", .timeLimit(.minutes(1)))

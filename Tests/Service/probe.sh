@@ -443,17 +443,21 @@ t_wake_heard() {
   echo "a wake record: $(records _PID="$wake_pid" | awk '$2 == "wake"' | head -n 1 | cut -d' ' -f3-)"
 }
 
-t_paged_out() {
+t_unmapped() {
   [[ -n "$wake_pid" ]] || { echo "the daemon did not start with wake \"local\""; return 1; }
-  paged() { journalctl -b -o json --no-pager _PID="$wake_pid" MESSAGE="Code paged out." | grep -q .; }
-  wait_until 30 paged || { records _PID="$wake_pid"; echo "no \"Code paged out.\" record within 30 s of the start (records above)"; return 1; }
-  local fields
-  fields="$(journalctl -b -o json --no-pager _PID="$wake_pid" MESSAGE="Code paged out." | head -n 1 |
-    python3 -c 'import json, sys; r = json.load(sys.stdin); print(r.get("PARLOUR_BYTES", "?"), r.get("PARLOUR_REFUSED", "?"))')"
-  read -r bytes refused <<<"$fields"
+  unmapped() { journalctl -b -o json --no-pager _PID="$wake_pid" MESSAGE="Code unmapped." | grep -q .; }
+  wait_until 30 unmapped || { records _PID="$wake_pid"; echo "no \"Code unmapped.\" record within 30 s of the start (records above)"; return 1; }
+  local fields bytes refused before after
+  fields="$(journalctl -b -o json --no-pager _PID="$wake_pid" MESSAGE="Code unmapped." | head -n 1 | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+print(*(r.get("PARLOUR_" + k, "?") for k in ("BYTES", "REFUSED", "RSS_FILE_BEFORE_KB", "RSS_FILE_AFTER_KB")))')"
+  read -r bytes refused before after <<<"$fields"
   [[ "$refused" == 0 && "$bytes" =~ ^[1-9][0-9]*$ ]] ||
-    { echo "the record says bytes=$bytes refused=$refused: madvise was refused under the unit's filter"; return 1; }
-  echo "$((bytes >> 20)) MiB of code advised under the unit's system call filter, none refused; $(grep VmRSS /proc/"$wake_pid"/status | tr -s ' ')"
+    { echo "the record says bytes=$bytes refused=$refused: the unit's user or filter stopped it"; return 1; }
+  [[ "$before" =~ ^[0-9]+$ && "$after" =~ ^[0-9]+$ ]] && ((after < before - 1024)) ||
+    { echo "RssFile $before kB before the round, $after kB after: nothing was unmapped"; return 1; }
+  echo "as the unit's user and under its filter: $((bytes >> 20)) MiB of code advised, RssFile $((before / 1024)) -> $((after / 1024)) MiB"
 }
 
 t_wake_maps() {
@@ -602,7 +606,7 @@ check "offline notice" t_offline_notice
 check "wake word: the engine's files" t_wake_files
 check "wake word local: READY=1 and wakeWord.ok" t_wake_ready
 check "wake word local: \"okay nabu\" at the microphone gives a wake record" t_wake_heard
-check "code paged out under the unit's filter" t_paged_out
+check "start-up's code unmapped, as the unit's user" t_unmapped
 check "wake word local: no seccomp, EPERM or TensorFlow Lite error in the journal" t_wake_journal
 check "wake word: libtensorflowlite_c.so mapped only with wake local" t_wake_maps
 check "systemctl stop" t_stop

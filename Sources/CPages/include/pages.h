@@ -1,7 +1,10 @@
-// The pages of code and constants handed to the kernel to reclaim (pages.c).
+// The pages of code and constants unmapped (pages.c).
 #include <stddef.h>
 
-/// Advises MADV_PAGEOUT for the whole pages of every loaded object's read-only segments (code
-/// and constants). Returns how many bytes were advised; `refused` is how many segments the
-/// kernel refused (a kernel before 5.4 refuses them all).
-size_t parlour_page_out_code(int *refused);
+/// Opens /proc/self/pagemap for the rounds to come; call before PR_SET_DUMPABLE 0. -1 when it cannot.
+int parlour_pages_prepare(void);
+
+/// Unmaps (MADV_DONTNEED) the present pages of every loaded object's read-only segments (code and
+/// constants) that are still the file's. Returns how many bytes were unmapped; `refused` is how
+/// many ranges the kernel refused, or -1 when pagemap was never opened (nothing was done).
+size_t parlour_unmap_code(int *refused);

@@ -243,6 +243,11 @@ public final class ALSAPlaybackDevice: AudioEngineSide, @unchecked Sendable {
         snd_pcm_close(pcm)
         life.withLock { $0.closed = true }
         audio = PCMAudio(sampleRate: rate, channels: channels, samples: [])
+        // Let go of both closures: Playback's name this device, and kept, the two held each
+        // other and every reply and cue ever played stayed in memory.
+        let finished = self.finished
+        self.finished = { _ in }
+        isCancelled = { true }
         finished(result)
         return false
     }

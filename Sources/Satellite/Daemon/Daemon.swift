@@ -185,7 +185,7 @@ public final class Daemon: Sendable {
                 await Service.untilCancelled()
             },
         ]
-        // The start-up's code paged out once it is over, and once an hour after.
+        // The start-up's code unmapped once it is over, and once an hour after.
         services.append(Service("resident pages") { await ResidentPages.run(bus: bus) })
         // Last, so it stops first: no wake starts a turn while the rest stops.
         if let wakeWordService { services.append(Service("wake word") { await wakeWordService.run() }) }

@@ -1,39 +1,61 @@
 // What the daemon keeps of its code in memory. Starting runs far more code than
 // the steady state does (the config, the first /health, curl's and TLS's
-// set-up, the model's loading), and the kernel maps and reads ahead 64 KiB and
-// more around every page a fault touches: a streaming daemon had 23 MiB of its
-// files resident and went on to use 9. So a while after start, and once an
-// hour after, the pages of every loaded object's code and constants are handed
-// to the kernel to reclaim (MADV_PAGEOUT, CPages/pages.c): those only this
-// daemon maps are freed, and what is still in use is read back by its next
-// fault, from the page cache or the disk, once. What stays resident is what
-// is in use. Measured in BENCHMARKS.md, "Code paged out".
+// set-up, the model's loading), and the kernel maps up to 64 KiB around every
+// page a fault touches: a streaming daemon had 23 MiB of its files resident
+// and went on to use a third of them. So 10 s after start, and once an hour
+// after, the pages of every loaded object's code and constants are unmapped
+// (CPages/pages.c says how, and why not MADV_PAGEOUT): what is still in use
+// is mapped again by its next read, a minor fault while the page cache holds
+// it; what is not stays unmapped, in the page cache, for the kernel to take
+// when memory is short. Measured in BENCHMARKS.md, "Code unmapped".
 import CPages
+import Glibc
 
-enum ResidentPages {
+public enum ResidentPages {
     /// How long after start the first round waits: past READY=1, the first /health and the
     /// stream's connection, the start-up work whose code the steady state does not run again.
     static let first: Duration = .seconds(10)
-    /// How often after that: code a turn or a reconnection brought in goes again, and what the
-    /// steady state reads back (a few MiB, from the disk if the kernel dropped it) is read once an hour.
+    /// How often after that: code a turn or a reconnection brought in goes again.
     static let every: Duration = .seconds(3600)
 
-    /// Hands the read-only segments' pages to the kernel; returns how many bytes were advised
-    /// and how many segments the kernel refused.
+    /// Opens what the rounds read (/proc/self/pagemap); before the process is made undumpable,
+    /// after which its /proc belongs to root. False when it cannot: the rounds then do nothing.
     @discardableResult
-    static func pageOut() -> (bytes: Int, refused: Int) {
+    public static func prepare() -> Bool { parlour_pages_prepare() == 0 }
+
+    /// Unmaps the read-only segments' pages that are still the file's; returns how many bytes, and
+    /// how many ranges the kernel refused (-1: `prepare` failed or never ran, and nothing was done).
+    @discardableResult
+    static func unmap() -> (bytes: Int, refused: Int) {
         var refused: Int32 = 0
-        let bytes = parlour_page_out_code(&refused)
+        let bytes = parlour_unmap_code(&refused)
         return (Int(bytes), Int(refused))
     }
 
-    /// Pages out at `first`, then at every `every`, until cancelled; each round is a debug record.
+    /// This process's file pages resident, in kB (RssFile of /proc/self/status), -1 if unknown.
+    static func residentFileKB() -> Int {
+        let fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return -1 }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard count > 0 else { return -1 }
+        let text = String(decoding: bytes.prefix(count), as: UTF8.self)
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("RssFile:") }) else { return -1 }
+        return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? -1
+    }
+
+    /// Unmaps at `first`, then at every `every`, until cancelled; each round is a debug record
+    /// with what it unmapped and the file pages resident before and after.
     static func run(bus: EventBus) async {
         var wait = first
         while !Task.isCancelled {
             do { try await Task.sleep(for: wait) } catch { return }
-            let (bytes, refused) = pageOut()
-            bus.notice(.debug, "Code paged out.", ["bytes": String(bytes), "refused": String(refused)])
+            let before = residentFileKB()
+            let (bytes, refused) = unmap()
+            let after = residentFileKB()
+            bus.notice(.debug, "Code unmapped.", ["bytes": String(bytes), "refused": String(refused),
+                                                  "rss_file_before_kb": String(before), "rss_file_after_kb": String(after)])
             wait = every
         }
     }
