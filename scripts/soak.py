@@ -61,6 +61,7 @@ class Soak(Bench):
         self.memory = []  # (what, fds, RSS and anonymous memory at the start, at the end)
         self.phases = []  # (what, seconds it took)
         self.trend = []  # the streaming daemon's anonymous memory (kB) at each quarter of the restarts
+        self.garbage_trends = {}  # the record and push daemons' anonymous memory (kB) after each round of garbage
 
     # -------------------------------------------------------------- the server, killable
 
@@ -367,13 +368,18 @@ class Soak(Bench):
         self.ask(record, ["listen"], "a well server")
         time.sleep(3)
         first = self.footprint(record)
-        for faults in self.HTTP_FAULTS:
-            self.reset_knobs(faults)
-            for _ in range(self.args.garbage_asks):
-                self.ask(record, ["ask", "what time is it"], f"http {faults}")
-            self.ask(record, ["listen"], f"http {faults}")
-            if not self.alive(record, f"garbage {faults}"):
+        trend = self.garbage_trends.setdefault("record daemon", [first[2]])
+        for _ in range(self.args.garbage_rounds):
+            for faults in self.HTTP_FAULTS:
+                self.reset_knobs(faults)
+                for _ in range(self.args.garbage_asks):
+                    self.ask(record, ["ask", "what time is it"], f"http {faults}")
+                self.ask(record, ["listen"], f"http {faults}")
+                if not self.alive(record, f"garbage {faults}"):
+                    break
+            if record.poll() is not None:
                 break
+            trend.append(proc_status(record.pid)["RssAnon"])
         if record.poll() is None:
             self.settle(record, "record daemon (HTTP garbage)", first)
         self.procs.stop(record)
@@ -384,17 +390,22 @@ class Soak(Bench):
         self.ask(push, ["listen"], "a well server")
         time.sleep(3)
         first = self.footprint(push)
-        for faults in self.SOCKET_FAULTS:
-            # Some faults act right after `ready`: a simulated restart makes the daemon connect anew.
-            self.reset_knobs({"audioMs": 300, "restartDownMs": 100, **faults})
-            self.reconnect(push)
-            for _ in range(self.args.garbage_turns):
-                self.ask(push, ["listen"], f"socket {faults}")
-            if not self.alive(push, f"garbage {faults}"):
+        trend = self.garbage_trends.setdefault("push daemon", [first[2]])
+        for _ in range(self.args.garbage_rounds):
+            for faults in self.SOCKET_FAULTS:
+                # Some faults act right after `ready`: a simulated restart makes the daemon connect anew.
+                self.reset_knobs({"audioMs": 300, "restartDownMs": 100, **faults})
+                self.reconnect(push)
+                for _ in range(self.args.garbage_turns):
+                    self.ask(push, ["listen"], f"socket {faults}")
+                if not self.alive(push, f"garbage {faults}"):
+                    break
+                # Back to a well server and a fresh connection, so one fault does not spill into the next.
+                self.reset_knobs({"audioMs": 300, "restartDownMs": 100})
+                self.reconnect(push)
+            if push.poll() is not None:
                 break
-            # Back to a well server and a fresh connection, so one fault does not spill into the next.
-            self.reset_knobs({"audioMs": 300, "restartDownMs": 100})
-            self.reconnect(push)
+            trend.append(proc_status(push.pid)["RssAnon"])
         if push.poll() is None:
             self.settle(push, "push daemon (socket garbage)", first)
         self.procs.stop(push)
@@ -462,6 +473,9 @@ def report(soak, host, elapsed, args):
     if soak.trend:
         lines += ["", "The streaming daemon's anonymous memory at each quarter of the restarts: "
                   + " → ".join(f"{kb / 1024:.2f}" for kb in soak.trend) + " MiB"]
+    for what, kbs in soak.garbage_trends.items():
+        lines += ["", f"The {what}'s anonymous memory at its start and after each round of garbage: "
+                  + " → ".join(f"{kb / 1024:.2f}" for kb in kbs) + " MiB"]
     outcomes = sorted((k[len("outcome: "):], v) for k, v in t.rows.items() if k.startswith("outcome: "))
     if outcomes:
         lines += ["", "Results of the garbage requests: " + ", ".join(f"{k} {v}" for k, v in outcomes)]
@@ -481,6 +495,8 @@ def main():
     parser.add_argument("--device-cycles", type=int, default=20, help="Times the microphone is removed and returned.")
     parser.add_argument("--garbage-asks", type=int, default=3, help="`ask` requests under each HTTP fault.")
     parser.add_argument("--garbage-turns", type=int, default=2, help="Push turns under each socket fault.")
+    parser.add_argument("--garbage-rounds", type=int, default=2,
+                        help="Times every fault is served, with each daemon's anonymous memory read after each time.")
     parser.add_argument("--time-limit", type=float, default=900, help="Give up after this many seconds.")
     parser.add_argument("--keep", action="store_true", help="Keep the working folder (the daemons' logs).")
     parser.add_argument("--command", default="scripts/soak", help=argparse.SUPPRESS)
