@@ -171,7 +171,7 @@ class Soak(Bench):
         return False
 
     def footprint(self, daemon):
-        # RssAnon beside VmRSS: the daemon pages out its start-up's code 10 s after start
+        # RssAnon beside VmRSS: the daemon unmaps its start-up's code 10 s after start
         # (ResidentPages), which takes megabytes off VmRSS and would hide a leak of as much.
         status = proc_status(daemon.pid)
         return open_fds(daemon.pid), status["VmRSS"], status["RssAnon"]
