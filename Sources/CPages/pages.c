@@ -9,7 +9,10 @@
 // file's bytes back. Not MADV_PAGEOUT: for a file the caller does not own or
 // may not write (every library and the program itself, under the unit's own
 // user) the kernel pages out nothing and says nothing. The pages stay in the
-// page cache, where the kernel may take them when memory is short.
+// page cache, where the kernel may take them when memory is short. Not atomic:
+// a page written between its pagemap entry being read and the madvise is lost.
+// Under the unit only root can write there (a debugger, a uprobe), and a round
+// takes milliseconds once an hour; the tests that write into code run alone.
 // dl_iterate_phdr holds the loader's list lock, so no object is unmapped while
 // its segments are read and advised.
 #define _GNU_SOURCE

@@ -6,7 +6,9 @@ import Testing
 /// Code in the test program, which `unmap` advises; never called (a test writes into it).
 private let neverCalled: @convention(c) (Int32) -> Int32 = { $0 &* 3 &+ 1 }
 
-@Suite("the start-up's code and constants are unmapped")
+// One at a time: a round reads pagemap, then unmaps; a page written in between (here, by the
+// other test) is lost, which a round beside the test that writes into code would show.
+@Suite("the start-up's code and constants are unmapped", .serialized)
 struct ResidentPagesTests {
     /// The permissions ("r-xp") of the mapping that holds `address`.
     private static func permissions(of address: UInt) -> String? {

@@ -175,7 +175,8 @@ struct StreamTests {
         let result = try await listen.value
         #expect(result["status"] == "completed")
         #expect(result["response"]?["heard"] == "turn off the kitchen lights")
-        let log = try await server.socketLog()
+        // `spoke` may still be in flight when the result comes: the server waits for it.
+        let log = try await server.socketLog(until: "spoke")
         let types = log.filter { $0["dir"] == "in" }.compactMap { $0["type"]?.stringValue }
         #expect(types == ["start", "end", "spoke"], "\(types)")
         // The server answered the push turn, not a wake word.
