@@ -1,6 +1,7 @@
-// OpenSSL for Swift, for one thing: the SHA-256 of a certificate's public key
-// (its DER SubjectPublicKeyInfo), which is what pin.json's "key" and curl's
-// CURLOPT_PINNEDPUBLICKEY pin. libcurl and libwebsockets already link it.
+// OpenSSL for Swift: the SHA-256 of a certificate's public key (its DER
+// SubjectPublicKeyInfo), which is what pin.json's "key" and curl's
+// CURLOPT_PINNEDPUBLICKEY pin; and the macros a wss:// connection
+// (WebSocketClient) needs, as functions Swift can call.
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -41,3 +42,25 @@ static inline int copenssl_store_spki_sha256(void *store, unsigned char digest[3
 
 /// In a verification callback: overrules OpenSSL's verdict on the certificate being checked.
 static inline void copenssl_store_accept(void *store) { X509_STORE_CTX_set_error((X509_STORE_CTX *)store, X509_V_OK); }
+
+/// SNI: the name the server is asked for (SSL_set_tlsext_host_name is a macro).
+static inline int copenssl_set_server_name(SSL *ssl, const char *name) { return (int)SSL_set_tlsext_host_name(ssl, name); }
+
+/// SSL_write may write part of a buffer, and be called again with the rest from another address (macros too).
+static inline void copenssl_allow_partial_writes(SSL *ssl) {
+    SSL_set_mode(ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+}
+
+/// The SHA-256 of the public key the server showed in the handshake; 0 on success.
+static inline int copenssl_peer_spki_sha256(SSL *ssl, unsigned char digest[32]) {
+    X509 *cert = SSL_get1_peer_certificate(ssl);
+    int result = copenssl_spki_sha256(cert, digest);
+    X509_free(cert);
+    return result;
+}
+
+/// The SHA-1 of `data` (the handshake's Sec-WebSocket-Accept, RFC 6455 4.2.2); 0 on success.
+static inline int copenssl_sha1(const void *data, size_t length, unsigned char digest[20]) {
+    unsigned int size = 0;
+    return EVP_Digest(data, length, digest, &size, EVP_sha1(), NULL) == 1 && size == 20 ? 0 : -1;
+}

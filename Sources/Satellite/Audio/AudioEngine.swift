@@ -3,6 +3,8 @@
 // wakes it for commands), so a captured period is handed on in the
 // wake-up that read it and the speaker is written when it asks for a period:
 // one wake-up per period while streaming, none while nothing is open. The
+// /listen socket is polled here too (AudioEngineSocket), serviced after the
+// PCMs, so a period a sink queued goes into the kernel in its wake-up. The
 // blocking snd_pcm_open runs here too (`run`), never on Swift's pool.
 // Both sides are serviced in one loop on one clock; that is where the echo
 // reference is taken (what playback wrote, with its delay, beside what capture
@@ -29,6 +31,18 @@ protocol AudioEngineSide: AnyObject {
     func service(revents: UInt16, now: UInt64) -> Bool
 }
 
+/// A socket the engine polls beside the PCMs: the /listen connection (WebSocketClient), so a
+/// period the microphone gave is written into it in the same wake-up. Called on the audio thread only.
+protocol AudioEngineSocket: AnyObject {
+    /// The descriptor and the events wanted now; nil when it has nothing to poll.
+    var pollRequest: pollfd? { get }
+    /// When it wants servicing even if its descriptor says nothing (CLOCK_MONOTONIC ns), or nil.
+    var socketDeadline: UInt64? { get }
+    /// After every wake-up, after the PCMs, with what poll said of its descriptor (0 when it
+    /// said nothing); false once it has ended (it has closed its descriptor) and is let go.
+    func service(socketEvents: Int16, now: UInt64) -> Bool
+}
+
 /// The one thread that owns the open PCMs and polls them together.
 public final class AudioEngine: @unchecked Sendable {
     /// The process's audio thread: the microphone and the speaker meet here.
@@ -41,6 +55,10 @@ public final class AudioEngine: @unchecked Sendable {
     private let inbox = Mutex<(jobs: [@Sendable () -> Void], running: Bool)>(([], false))
     /// The PCMs being driven. The audio thread's alone.
     private var sides: [any AudioEngineSide] = []
+    /// The sockets being driven. The audio thread's alone.
+    private var sockets: [any AudioEngineSocket] = []
+    /// The audio thread, once it runs: a socket written from it needs no wake-up.
+    private let thread = Mutex<pthread_t?>(nil)
     /// The microphone's processing, nil when it is all off. The audio thread's alone.
     private var processor: EchoCanceller?
 
@@ -84,6 +102,16 @@ public final class AudioEngine: @unchecked Sendable {
         }
     }
 
+    /// Drives `socket` from the next wake-up until its `service` says it ended.
+    func attach(socket: any AudioEngineSocket & Sendable) {
+        perform { [self] in sockets.append(socket) }
+    }
+
+    /// Whether the caller is the audio thread.
+    var isCurrent: Bool {
+        thread.withLock { audio in audio.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+    }
+
     /// Processes what the microphone hears from its next period on (nothing, when all is off);
     /// `notice` is told on the audio thread of a delay measured or the canceller switched off.
     public func process(_ processing: AudioProcessing, notice: @escaping @Sendable (String, [String: String]) -> Void) {
@@ -115,6 +143,7 @@ public final class AudioEngine: @unchecked Sendable {
     }
 
     private func loop() {
+        thread.withLock { $0 = pthread_self() }
         var fds: [pollfd] = []
         var counts: [Int] = []
         while true {
@@ -142,6 +171,15 @@ public final class AudioEngine: @unchecked Sendable {
                     timeout = timeout < 0 ? ms : min(timeout, ms)
                 }
             }
+            let socketsAt = fds.count
+            for socket in sockets {
+                // Always one entry a socket, so its revents are found by position; -1 is not polled.
+                fds.append(socket.pollRequest ?? pollfd(fd: -1, events: 0, revents: 0))
+                if let deadline = socket.socketDeadline {
+                    let ms = deadline > before ? Int32(min((deadline - before + 999_999) / 1_000_000, 60_000)) : 0
+                    timeout = timeout < 0 ? ms : min(timeout, ms)
+                }
+            }
             _ = poll(&fds, nfds_t(fds.count), timeout)
             if fds[0].revents != 0 {
                 var bytes = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
@@ -163,6 +201,12 @@ public final class AudioEngine: @unchecked Sendable {
                 if side.service(revents: revents, now: now) { kept.append(side) }
             }
             sides = kept
+            // After the PCMs: what the microphone's sinks queued in this wake-up is written in it.
+            var socketsKept: [any AudioEngineSocket] = []
+            for (position, socket) in sockets.enumerated() where socket.service(socketEvents: fds[socketsAt + position].revents, now: now) {
+                socketsKept.append(socket)
+            }
+            sockets = socketsKept
         }
     }
 }

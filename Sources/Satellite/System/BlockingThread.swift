@@ -28,6 +28,11 @@ final class BlockingThread: Sendable {
         }
     }
 
+    /// Runs `job` on this thread, after the jobs before it; the caller goes on at once.
+    func submit(_ job: @escaping @Sendable () -> Void) {
+        queue.add(job)
+    }
+
     /// Like `run`, for a body that throws.
     func run<T: Sendable, E: Error>(throwing body: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
         let result: Result<T, E> = await run {
