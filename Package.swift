@@ -20,7 +20,6 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(name: "CAvahi", providers: [.apt(["libavahi-client-dev"])]),
-        .systemLibrary(name: "CWebSockets", pkgConfig: "libwebsockets", providers: [.apt(["libwebsockets-dev"])]),
         // Headers only: OfflineVoice opens libespeak-ng with dlopen (Sources/CEspeak/shim.h says why).
         .systemLibrary(name: "CEspeak", providers: [.apt(["libespeak-ng-dev"])]),
         .systemLibrary(name: "CSpawn"),
@@ -45,7 +44,7 @@ let package = Package(
         // Pure policy and codecs: no C, Foundation at most.
         .target(name: "SatelliteCore", dependencies: ["ControlCore"], swiftSettings: strict),
         // The actors and their adapters around the C libraries.
-        .target(name: "Satellite", dependencies: ["SatelliteCore", "CALSA", "CAvahi", "CCurl", "CEspeak", "COpenSSL", "CPages", "CPrctl", "CSpawn", "CSpeexDSP", "CSystemd", "CTFLite", "CWebRTCAudio", "CWebSockets"], swiftSettings: strict),
+        .target(name: "Satellite", dependencies: ["SatelliteCore", "CALSA", "CAvahi", "CCurl", "CEspeak", "COpenSSL", "CPages", "CPrctl", "CSpawn", "CSpeexDSP", "CSystemd", "CTFLite", "CWebRTCAudio"], swiftSettings: strict),
         .executableTarget(name: "parlour-satellite", dependencies: ["Satellite", "SatelliteCore"], swiftSettings: strict),
         .executableTarget(name: "parlourctl", dependencies: ["ControlCore"], swiftSettings: strict + noRegex),
         // scripts/bench's: the wake word engine over recordings, faster than real time (not installed).

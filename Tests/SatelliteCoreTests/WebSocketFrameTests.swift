@@ -33,8 +33,7 @@ struct WebSocketFrameTests {
         for offset in 0..<8 {
             for count in [0, 1, 7, 8, 9, 15, 16, 17, 100, 291] where offset + count <= all.count {
                 let payload = Array(all[offset..<(offset + count)])
-                let frame = payload.withUnsafeBytes { WebSocketFrame.masked(.binary, $0, key: key, headroom: 16) }
-                #expect(frame.prefix(16).allSatisfy { $0 == 0 })
+                let frame = payload.withUnsafeBytes { WebSocketFrame.masked(.binary, $0, key: key) }
                 let body = Array(frame.suffix(count))
                 #expect(body == payload.enumerated().map { $0.element ^ keyBytes[$0.offset % 4] })
             }

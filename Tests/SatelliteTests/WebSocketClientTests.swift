@@ -2,6 +2,7 @@
 // (aiohttp) for the /listen conversation and its knobs, and a raw-socket peer
 // of our own for what aiohttp will not send (fragmented messages). Every test
 // awaits events; the time limits are the only clocks that fail a test.
+import COpenSSL
 import Foundation
 import TestSupport
 @testable import Satellite
@@ -252,6 +253,46 @@ struct WebSocketClientTests {
         #expect(await events.next() == nil)
     }
 
+    @Test("a ping from the server is answered with its payload, and a frame no server may send closes with 1002")
+    func pingAndBrokenFrame() async throws {
+        let peer = try await RawPeer.start(pinging: true)
+        defer { peer.stop() }
+        var events = Events(WebSocketClient.connect(url: "ws://127.0.0.1:\(peer.port)/", headers: [:], maxMessage: 16 << 10))
+        #expect(await events.next() == .open)
+        #expect(await events.next() == .text("answered 10 with abc"))
+        #expect(await events.next() == .closed(code: 1002, reason: "the server sent a masked frame"))
+        #expect(await events.next() == nil)
+    }
+
+    @Test("wss with a pinned key: the key shown is all that counts, and another is refused before the request")
+    func pinnedKey() async throws {
+        let dir = try Package.temporaryDirectory("wss-pinned")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let cert = dir.appendingPathComponent("cert.pem").path, key = dir.appendingPathComponent("key.pem").path
+        // A certificate for another name, signed by nobody: only the pin vouches for it.
+        try await Subprocess.check("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                                                        "-subj", "/CN=elsewhere.invalid", "-keyout", key, "-out", cert])
+        var digest = [UInt8](repeating: 0, count: 32)
+        #expect(copenssl_pem_spki_sha256(try String(contentsOfFile: cert, encoding: .utf8), &digest) == 0)
+        let shown = ServerKey.text(digest: digest)
+        let peer = try await RawPeer.start(certificate: cert, key: key)
+        defer { peer.stop() }
+        let url = "wss://127.0.0.1:\(peer.port)/"
+
+        var pinned = Events(WebSocketClient.connect(url: url, headers: [:], maxMessage: Self.maxBinary, key: shown))
+        #expect(await pinned.next() == .open)
+        #expect(await pinned.next() == .text("hello, world"))
+
+        let other = "sha256/" + String(repeating: "A", count: 43) + "="
+        var refused = Events(WebSocketClient.connect(url: url, headers: ["Authorization": "Bearer secret"], maxMessage: Self.maxBinary, key: other))
+        guard case .refused(let error) = await refused.next() else {
+            Issue.record("a server showing another key than the pinned one was not refused")
+            return
+        }
+        #expect(error.code == .serverKeyChanged)
+        #expect(error.message.contains(shown))
+    }
+
     @Test("wss checks the server's certificate against the system CA store")
     func tls() async throws {
         let dir = try Package.temporaryDirectory("wss")
@@ -328,7 +369,8 @@ struct Events {
 }
 
 /// A WebSocket peer written on raw sockets, for what aiohttp will not send: fragmented
-/// messages. It answers one handshake, sends a fixed sequence of frames, and closes.
+/// messages, or a ping of its own and then a frame no server may send. It answers one
+/// handshake, sends a fixed sequence of frames, and closes.
 final class RawPeer: Sendable {
     let port: Int
     private let process: Process
@@ -351,11 +393,29 @@ def fragments(opcode, payload, sizes):
         at += size
     return out
 
+async def read_frame(reader):
+    head = await reader.readexactly(2)
+    n = head[1] & 0x7f
+    if n == 126: n = struct.unpack("!H", await reader.readexactly(2))[0]
+    elif n == 127: n = struct.unpack("!Q", await reader.readexactly(8))[0]
+    key = await reader.readexactly(4) if head[1] & 0x80 else b"\0\0\0\0"
+    payload = await reader.readexactly(n)
+    return head[0] & 0x0f, bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+
 async def serve(reader, writer):
     request = await reader.readuntil(b"\r\n\r\n")
     key = [l.split(b":", 1)[1].strip() for l in request.split(b"\r\n") if l.lower().startswith(b"sec-websocket-key:")][0]
     accept = base64.b64encode(hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
     writer.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " + accept + b"\r\n\r\n")
+    if sys.argv[1] == "ping":
+        writer.write(frame(9, b"abc"))
+        opcode, data = await read_frame(reader)
+        writer.write(frame(1, b"answered %d with %s" % (opcode, data)))
+        writer.write(bytes([0x81, 0x82, 0, 0, 0, 0]) + b"hi")
+        await writer.drain()
+        await reader.read(1 << 16)
+        writer.close()
+        return
     writer.write(fragments(1, b"hello, world", [3, 4, 5]))
     writer.write(fragments(2, bytes(i % 251 for i in range(12000)), [5000, 5000, 2000]))
     writer.write(fragments(1, b"x" * 6000, [2000, 2000, 2000]))
@@ -370,10 +430,10 @@ async def serve(reader, writer):
 
 async def main():
     tls = None
-    if len(sys.argv) > 2:
+    if len(sys.argv) > 3:
         import ssl
         tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        tls.load_cert_chain(sys.argv[1], sys.argv[2])
+        tls.load_cert_chain(sys.argv[2], sys.argv[3])
     server = await asyncio.start_server(serve, "127.0.0.1", 0, ssl=tls)
     print("LISTENING", server.sockets[0].getsockname()[1], flush=True)
     await server.serve_forever()
@@ -381,11 +441,11 @@ async def main():
 asyncio.run(main())
 """#
 
-    /// With a certificate and key, the peer speaks TLS.
-    static func start(certificate: String? = nil, key: String? = nil) async throws -> RawPeer {
+    /// With a certificate and key, the peer speaks TLS. `pinging`: it pings, says what came back, then sends a masked frame.
+    static func start(certificate: String? = nil, key: String? = nil, pinging: Bool = false) async throws -> RawPeer {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Package.python)
-        process.arguments = ["-c", script] + [certificate, key].compactMap { $0 }
+        process.arguments = ["-c", script, pinging ? "ping" : "fragments"] + [certificate, key].compactMap { $0 }
         let out = Pipe()
         process.standardOutput = out
         try process.run()

@@ -1,16 +1,27 @@
-// One WebSocket connection over libwebsockets, for the /listen stream: lws is
-// single-threaded, so one thread of our own owns the lws context and is the
-// only one to call lws, but for lws_cancel_service, which wakes it to send what
-// other threads queued. Easy to get wrong: lws_write only in WRITEABLE, one
-// write per callback; callbacks copy and yield and never block; lws's own log
-// would print URLs and headers, so it is silenced before the first context.
+// One WebSocket connection (RFC 6455, the client's side) for the /listen
+// stream, driven on the audio thread (AudioEngine) beside the PCMs: a period
+// the microphone gave is framed and written into the socket in the wake-up
+// that read it, so streaming costs one wake-up a period. Written here rather
+// than with libwebsockets: Debian's lws 4.1.6 is built without
+// LWS_WITH_EXTERNAL_POLL, so its loop needed a thread of its own, woken for
+// every message: 35 wake-ups a second streaming against 12.5 periods
+// (BENCHMARKS.md, "The socket on the audio thread", has the figures since).
+// What it does: connect (TCP; TLS through OpenSSL's non-blocking calls for
+// wss), the upgrade request and its answer, frames both ways (WebSocketFrame
+// builds and masks ours), pings, and the close handshake.
+// Easy to get wrong: nothing here may block the audio thread (the name look-up
+// and loading the CA store happen before, on the look-up thread); a redirect is
+// an answer, never followed (the token would go with it); a pinned wss key is
+// checked before a byte of the request is written; a message over its bound is
+// dropped as it comes, never held; a peer that floods is read a bounded amount
+// a wake-up, so the microphone never waits on it.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
 import COpenSSL
-import CWebSockets
+import Glibc
 import SatelliteCore
 import Synchronization
 
@@ -20,13 +31,14 @@ public enum WebSocketEvent: Sendable, Equatable {
     case open
     case text(String)
     case binary(Data)
-    /// A pong came back, for our ping or lws's keepalive ping.
+    /// A pong came back, for our ping or the keepalive ping.
     case pong
     /// A message over the bound arrived and was dropped as it came, never held whole.
     /// Reported when its last byte has arrived; `bytes` is its whole size.
     case oversized(WebSocketMessageKind, bytes: Int)
-    /// The connection closed after it opened. `code` is the peer's close code,
-    /// 1000 when we closed it, or 1006 when the connection dropped without a close frame.
+    /// The connection closed after it opened. `code` is the peer's close code, 1000 when we
+    /// closed it, 1002 when the peer broke the protocol and we closed it, or 1006 when the
+    /// connection dropped without a close frame.
     case closed(code: Int?, reason: String)
     /// The connection never opened: no such host, nobody listening, or a handshake the
     /// server refused (the only sign of a bad token on /listen).
@@ -35,7 +47,7 @@ public enum WebSocketEvent: Sendable, Equatable {
     /// the handshake was answered with a redirect (`server_refused`, never followed), or the
     /// wss server showed another key than the pinned one (`server_key_changed`, nothing sent).
     case refused(SatelliteError)
-    /// No pong (and so no sign of the peer) for `WebSocketClient.deadAfter`; the connection was dropped.
+    /// No sign of the peer for `WebSocketClient.deadAfter`, pings unanswered; the connection was dropped.
     case dead(reason: String)
 }
 
@@ -45,109 +57,129 @@ public enum WebSocketMessageKind: String, Sendable {
 
 /// A WebSocket client connection.
 ///
-/// Threads: `connect` gives one thread (from SpareThreads, so a reconnect reuses the last one's) the
-/// work of creating the lws context, connecting, running `lws_service` until the connection ends,
-/// and destroying the context; every lws call but
-/// `lws_cancel_service` happens on it, and all the `service*` state below belongs to it.
-/// `sendText`, `sendBinary`, `ping` and `close` may be called from any thread: they put
-/// work in `shared` (under its lock) and wake the service thread with `lws_cancel_service`,
-/// which then asks lws for WRITEABLE and writes there.
-public final class WebSocketClient: @unchecked Sendable {
+/// Threads: `connect` resolves the name and loads the CA store on `BlockingThread.lookups`,
+/// then hands the connection to the audio thread, which does all its I/O and owns every
+/// field below "The audio thread's". `sendText`, `sendBinary`, `ping` and `close` may be
+/// called from any thread: they queue under `shared`'s lock and wake the audio thread,
+/// unless they are called on it (the microphone's sink), which then writes in the same wake-up.
+public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     /// What happens on the connection. Ends after the last event; stopping iteration closes the connection.
     public let events: AsyncStream<WebSocketEvent>
 
-    /// How long a connection may go without a pong before it counts as dead: 10 s (a test may set it smaller, TestBounds).
+    /// How long a connection may go without a sign of the peer before it counts as dead: 10 s (a test may set it smaller, TestBounds).
     public static let deadAfter: Duration = .seconds(TestBounds.deadPeerSeconds(getenv(TestBounds.deadPeerVariable).map { String(cString: $0) }))
-    /// How long lws waits after the last pong before it pings.
-    static let pingAfterSeconds: UInt16 = 3
-    /// The most bytes of binary messages queued but not yet written. About 32 s of 16 kHz
-    /// audio: a healthy connection never comes near it, and a dead one is found in 10 s.
+    /// How long after the peer's last frame a ping is sent, and again after each unanswered one.
+    static let pingAfter: Duration = .seconds(3)
+    /// The most bytes queued but not yet written. About 32 s of 16 kHz audio: a healthy
+    /// connection never comes near it, and a dead one is found in 10 s.
     public static let maxQueuedBytes = 1 << 20
+    /// How long connecting, TLS and the upgrade may take together.
+    static let openWithin: Duration = .seconds(10)
+    /// How long our close waits for the peer's.
+    static let closeWithin: Duration = .seconds(2)
+    /// The most bytes an answer to the upgrade may have.
+    static let maxAnswerBytes = 16384
+    /// The most bytes read in one wake-up: a peer that floods cannot keep the microphone waiting.
+    static let maxReadPerWake = 256 << 10
 
     private let continuation: AsyncStream<WebSocketEvent>.Continuation
-    private let target: Result<Target, WebSocketError>
     private let url: String
-    /// The wss server's pinned public key (`sha256/<base64>`), checked in TLS verification.
+    /// The wss server's pinned public key (`sha256/<base64>`), checked once TLS is up.
     private let pinnedKey: String?
-    private let headers: [(name: [UInt8], value: [UInt8])]
     private let maxText: Int
     private let maxBinary: Int
+    private let engine = AudioEngine.shared
     private let shared = Mutex(Shared())
-    /// The context to wake, under a lock of its own: waking is a syscall, and made while
-    /// holding `shared` it kept the woken service thread waiting on that lock (a futex
-    /// round trip for every message).
-    private let waker = Mutex<ContextHandle?>(nil)
 
-    /// Work other threads hand to the service thread.
+    /// What other threads hand to the audio thread.
     private struct Shared {
-        var outgoing: [Outgoing] = []
-        var queuedBytes = 0
+        /// Whole frames, masked, in the order they are to go.
+        var outgoing: [[UInt8]] = []
+        /// Bytes queued (here or in `out`) and not yet written.
+        var unwritten = 0
         var wantPing = false
         var wantClose = false
         var ended = false
     }
 
-    /// The lws context as other threads may see it: only to pass to `lws_cancel_service`,
-    /// which lws allows from any thread, and only while it is in `waker` (taken out before destroy).
-    private struct ContextHandle: @unchecked Sendable {
-        let pointer: OpaquePointer
+    /// What `prepare` found on the look-up thread; the audio thread's from `attach` on.
+    private struct Plan {
+        var target: Target
+        var addresses: [Address]
+        /// wss only: the context, with the CA store loaded (unless a key is pinned).
+        var tls: OpaquePointer?
     }
 
-    private enum Outgoing {
-        case text(Data)
-        case binary(Data)
-
-        var bytes: Int {
-            switch self {
-            case .text(let data), .binary(let data): data.count
-            }
-        }
+    private struct Address {
+        var storage = sockaddr_storage()
+        var length: socklen_t = 0
+        var family: Int32 = 0
+        var text = ""
     }
 
-    // Service thread only.
-    private var serviceWSI: OpaquePointer?
-    private var serviceOpened = false
-    private var serviceFinished = false
-    private var servicePeerClose: (code: Int, reason: String)?
-    private var serviceClosing = false
-    private var serviceLastProof = ContinuousClock.now
-    private var serviceMessage: Assembly?
-    /// The key a wss server showed when it was not the pinned one.
-    private var serviceOtherKey: String?
+    private enum Phase { case waiting, connecting, securing, upgrading, open, closing, finished }
 
-    /// One incoming message being put together from its fragments.
+    /// One incoming message being put together from its frames.
     private struct Assembly {
         let kind: WebSocketMessageKind
         var bytes = 0
-        var data = Data()
+        var data: [UInt8] = []
         var dropping = false
     }
 
+    // The audio thread's (and `prepare`'s, before it hands over).
+    private var plan: Result<Plan, WebSocketError>
+    private var phase = Phase.waiting
+    private var fd: Int32 = -1
+    private var ssl: OpaquePointer?
+    private var tlsWantsWrite = false
+    /// Whether SSL_connect was called: only then may SSL_shutdown be.
+    private var tlsStarted = false
+    private var addressAt = 0
+    private var lastFailure = "no address to connect to"
+    private var acceptKey = ""
+    /// Frames to write (the request first), from `out[outHead]`'s byte `outAt` on: a frame a
+    /// send() each, as a tracer of the socket counts them (scripts/bench-preload.c).
+    private var out: [[UInt8]] = []
+    private var outHead = 0
+    private var outAt = 0
+    /// Bytes read and not yet taken apart.
+    private var input: [UInt8] = []
+    private var scratch = [UInt8](repeating: 0, count: 65536)
+    /// More may be waiting to be read: serviced again at once rather than after a poll.
+    private var readMore = false
+    private var openBy: UInt64 = 0
+    private var closeBy: UInt64 = 0
+    private var lastProof: UInt64 = 0
+    private var nextPing: UInt64 = 0
+    /// When the first ping since the peer's last frame went; nil while none is unanswered.
+    private var pingSentAt: UInt64?
+    private var message: Assembly?
+    /// What is left of the data frame being read, and whether it is its message's last.
+    private var payloadLeft = 0
+    private var payloadFinal = false
+
     /// Opens a connection to a `ws://` or `wss://` URL (wss checks the server's certificate
-    /// against the system's CA store). `headers` go on the handshake request, for example
+    /// against the system's CA store). `headers` go on the upgrade request, for example
     /// `Authorization: Bearer …`. A binary message over `maxMessage` bytes, or a text message
     /// over `maxText`, is dropped and reported as `.oversized`. Returns at once; the outcome
     /// of connecting is the first event.
     /// With `key` (wss only), the server must show that public key, whoever signed its certificate.
+    /// With `addresses`, those are tried in order rather than what the host name resolves to now; the name still goes in Host.
     public static func connect(url: String, headers: [String: String], maxMessage: Int,
                                maxText: Int = 4096, key: String? = nil, addresses: [String] = []) -> WebSocketClient {
-        let client = WebSocketClient(url: url, headers: headers, maxMessage: maxMessage, maxText: maxText, key: key,
-                                     addresses: addresses)
-        SpareThreads.shared.run(name: "websocket") { client.serviceRun() }
+        let client = WebSocketClient(url: url, maxMessage: maxMessage, maxText: maxText, key: key)
+        BlockingThread.lookups.submit { client.prepare(headers: headers, addresses: addresses) }
         return client
     }
 
-    private init(url: String, headers: [String: String], maxMessage: Int, maxText: Int, key: String?, addresses: [String]) {
+    private init(url: String, maxMessage: Int, maxText: Int, key: String?) {
         pinnedKey = key
         (events, continuation) = AsyncStream.makeStream(of: WebSocketEvent.self, bufferingPolicy: .unbounded)
-        target = Result { () throws(WebSocketError) in try Target(url: url, pinnedAddress: addresses.first) }
         self.url = url
-        // lws reads the name up to a NUL (and wants the colon in it); the value goes by length.
-        self.headers = headers.sorted { $0.key < $1.key }.map { name, value in
-            (Array((name.hasSuffix(":") ? name : name + ":").utf8) + [0], Array(value.utf8))
-        }
         self.maxText = maxText
         self.maxBinary = maxMessage
+        plan = .failure(WebSocketError(function: "connect", detail: "not prepared"))
         continuation.onTermination = { [weak self] _ in self?.close() }
     }
 
@@ -155,7 +187,8 @@ public final class WebSocketClient: @unchecked Sendable {
     /// losing an `end` or `spoke` would put the two sides out of step. False once the connection has ended.
     @discardableResult
     public func sendText(_ text: String) -> Bool {
-        enqueue(.text(Data(text.utf8)), bounded: false)
+        let bytes = Array(text.utf8)
+        return enqueue(bytes.withUnsafeBytes { WebSocketFrame.masked(.text, $0, key: Self.maskKey()) }, bounded: false)
     }
 
     /// Queues a binary message. When `maxQueuedBytes` are already waiting, the message is
@@ -164,386 +197,678 @@ public final class WebSocketClient: @unchecked Sendable {
     /// in order. The caller decides whether a gap in the audio matters.
     @discardableResult
     public func sendBinary(_ data: Data) -> Bool {
-        enqueue(.binary(data), bounded: true)
+        enqueue(data.withUnsafeBytes { WebSocketFrame.masked(.binary, $0, key: Self.maskKey()) }, bounded: true)
     }
 
-    /// Sends a ping now; `.pong` follows if the peer is alive. lws also pings by itself.
+    /// Sends a ping now; `.pong` follows if the peer is alive. Pings also go by themselves.
     public func ping() {
-        wake { $0.wantPing = true }
+        change { $0.wantPing = true }
     }
 
     /// Closes the connection with 1000, after writing what was already queued; the events end
     /// with `.closed`. Nothing can be queued after it.
     public func close() {
-        wake { $0.wantClose = true }
+        change { $0.wantClose = true }
     }
 
-    private func enqueue(_ message: Outgoing, bounded: Bool) -> Bool {
+    private func enqueue(_ frame: [UInt8], bounded: Bool) -> Bool {
         let queued = shared.withLock { state in
             guard !state.ended, !state.wantClose else { return false }
-            if bounded && state.queuedBytes + message.bytes > Self.maxQueuedBytes { return false }
-            state.outgoing.append(message)
-            state.queuedBytes += message.bytes
+            if bounded && state.unwritten + frame.count > Self.maxQueuedBytes { return false }
+            state.outgoing.append(frame)
+            state.unwritten += frame.count
             return true
         }
-        if queued { wakeService() }
+        if queued { wake() }
         return queued
     }
 
-    private func wake(_ change: (inout Shared) -> Void) {
+    private func change(_ body: (inout Shared) -> Void) {
         let changed = shared.withLock { state in
             guard !state.ended else { return false }
-            change(&state)
+            body(&state)
             return true
         }
-        if changed { wakeService() }
+        if changed { wake() }
     }
 
-    /// Work is queued before the wake; the service thread sets the context before it looks
-    /// at the queue. So either the wake finds the context, or the thread finds the work.
-    private func wakeService() {
-        waker.withLock { context in
-            if let context { lws_cancel_service(context.pointer) }
+    /// On the audio thread the socket is serviced after the PCMs in this same wake-up; from elsewhere it is woken.
+    private func wake() {
+        if !engine.isCurrent { engine.wakeUp() }
+    }
+
+    private static func maskKey() -> UInt32 { UInt32.random(in: .min ... .max) }
+
+    // MARK: Before the audio thread: on BlockingThread.lookups
+
+    /// Resolves the name (getaddrinfo may wait on DNS), loads the CA store for wss (tens of
+    /// milliseconds), builds the request, then hands the connection to the audio thread.
+    private func prepare(headers: [String: String], addresses pinned: [String]) {
+        Self.ignoreBrokenPipe
+        plan = Result { () throws(WebSocketError) in
+            let target = try Target(url: url)
+            var request = "GET \(target.pathAndQuery) HTTP/1.1\r\nHost: \(target.hostHeader)\r\n"
+                + "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+            var nonce = [UInt8](repeating: 0, count: 16)
+            for index in nonce.indices { nonce[index] = .random(in: .min ... .max) }
+            let key = Data(nonce).base64EncodedString()
+            request += "Sec-WebSocket-Key: \(key)\r\n"
+            for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
+                let name = name.hasSuffix(":") ? String(name.dropLast()) : name
+                // Never the value in the error: it is the token.
+                guard !(name + value).contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) else {
+                    throw WebSocketError(function: "headers", detail: "the \(name.filter { $0.isLetter || $0 == "-" }) header holds a line break")
+                }
+                request += "\(name): \(value)\r\n"
+            }
+            request += "\r\n"
+            out = [Array(request.utf8)]
+            acceptKey = Self.accept(key)
+            let found = pinned.isEmpty ? Self.resolve(target.name, port: target.port, numeric: false)
+                : pinned.flatMap { Self.resolve($0, port: target.port, numeric: true) }
+            guard !found.isEmpty else {
+                throw WebSocketError(function: "connect", detail: "\(target.name) does not resolve to an address")
+            }
+            return Plan(target: target, addresses: found, tls: target.secure ? try Self.tlsContext(verifying: pinnedKey == nil) : nil)
         }
+        shared.withLock { $0.unwritten += out.first?.count ?? 0 }
+        engine.attach(socket: self)
     }
 
-    // MARK: The service thread
+    /// The addresses `host` stands for, each with `port`; with `numeric`, only if it is an address already.
+    private static func resolve(_ host: String, port: Int, numeric: Bool) -> [Address] {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_NUMERICSERV | (numeric ? AI_NUMERICHOST : 0)
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(port), &hints, &list) == 0 else { return [] }
+        defer { freeaddrinfo(list) }
+        var found: [Address] = []
+        var entry = list
+        while let item = entry {
+            var address = Address()
+            address.family = item.pointee.ai_family
+            address.length = item.pointee.ai_addrlen
+            withUnsafeMutableBytes(of: &address.storage) { storage in
+                storage.copyMemory(from: UnsafeRawBufferPointer(start: item.pointee.ai_addr, count: Int(item.pointee.ai_addrlen)))
+            }
+            var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+            if getnameinfo(item.pointee.ai_addr, item.pointee.ai_addrlen, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST) == 0 {
+                address.text = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            }
+            found.append(address)
+            entry = item.pointee.ai_next
+        }
+        return found
+    }
 
-    private func serviceRun() {
-        Self.silenceLibraryLog
-        // The thread may have served an earlier connection (SpareThreads): OpenSSL's error queue is the thread's, and
-        // an error left in it would be read as this connection's.
+    /// A TLS client context: TLS 1.2 or later; with `verifying`, the system's CA store loaded
+    /// (`SSL_CERT_FILE` and `SSL_CERT_DIR` honoured, as OpenSSL does) and the chain checked.
+    /// Without it a pinned key proves the server instead (`secured`).
+    private static func tlsContext(verifying: Bool) throws(WebSocketError) -> OpaquePointer {
         ERR_clear_error()
-        let target: Target
-        switch self.target {
-        case .success(let value): target = value
-        case .failure(let error):
-            serviceFinish(.failed(reason: error.description))
-            return
+        guard let context = SSL_CTX_new(TLS_client_method()) else {
+            throw WebSocketError(function: "tls", detail: "SSL_CTX_new failed: \(tlsError())")
         }
-        let protocolName = strdup("parlour-listen")!
-        let protocols = UnsafeMutablePointer<lws_protocols>.allocate(capacity: 2)
-        protocols.initialize(repeating: lws_protocols(), count: 2)
-        protocols[0].name = UnsafePointer(protocolName)
-        protocols[0].callback = webSocketCallback
-        // 64 KiB a callback keeps a megabyte WAV to a few dozen callbacks.
-        protocols[0].rx_buffer_size = 65536
-        var retry = lws_retry_bo_t()
-        retry.secs_since_valid_ping = Self.pingAfterSeconds
-        retry.secs_since_valid_hangup = UInt16(Self.deadAfter.components.seconds)
-        let strings: [UnsafeMutablePointer<CChar>] = [target.address, target.pathAndQuery, target.hostHeader, "http/1.1"]
-            .map { (text: String) in strdup(text)! }
-        defer {
-            strings.forEach { free($0) }
-            free(protocolName)
-            protocols.deallocate()
-        }
-
-        var info = lws_context_creation_info()
-        info.port = CONTEXT_PORT_NO_LISTEN
-        info.protocols = UnsafePointer(protocols)
-        info.user = Unmanaged.passUnretained(self).toOpaque()
-        // TLS only for wss://: setting it up loads the CA store and touches megabytes of
-        // libcrypto that a ws:// connection on the home network never uses.
-        info.options = target.secure ? UInt64(LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT) : 0
-        // lws sizes its tables by the highest fd it may see; the rlimit can be a million.
-        info.fd_limit_per_thread = 1024
-        info.timeout_secs = 10
-        info.connect_timeout_secs = 10
-        guard let context = lws_create_context(&info) else {
-            serviceFinish(.failed(reason: WebSocketError(function: "lws_create_context", detail: "it returned NULL").description))
-            return
-        }
-        // A close() that came before there was a context to wake is seen here.
-        waker.withLock { $0 = ContextHandle(pointer: context) }
-        if shared.withLock({ $0.wantClose }) {
-            serviceFinish(.closed(code: nil, reason: "closed by this side before it opened"))
-        }
-
-        withUnsafePointer(to: &retry) { retryPointer in
-            var connect = lws_client_connect_info()
-            connect.context = context
-            connect.address = UnsafePointer(strings[0])
-            connect.port = Int32(target.port)
-            connect.path = UnsafePointer(strings[1])
-            connect.host = UnsafePointer(strings[2])
-            connect.alpn = UnsafePointer(strings[3])
-            connect.ietf_version_or_minus_one = -1
-            // lws follows 301-308 by itself, sending the headers (the token) again to the new
-            // host: the handshake must take a redirect as an answer, as HTTP does.
-            connect.ssl_connection = Int32(bitPattern: LCCSCF_HTTP_NO_FOLLOW_REDIRECT.rawValue)
-                | (target.secure ? Int32(bitPattern: LCCSCF_USE_SSL.rawValue) : 0)
-                // The pinned key proves the server (see serviceVerify), whatever name its certificate holds.
-                | (target.secure && pinnedKey != nil ? Int32(bitPattern: LCCSCF_SKIP_SERVER_CERT_HOSTNAME_CHECK.rawValue) : 0)
-            connect.retry_and_idle_policy = retryPointer
-            serviceLastProof = .now
-            if serviceFinished {
-                // Closed before connecting: nothing to connect.
-            } else if let wsi = lws_client_connect_via_info(&connect) {
-                // A failure may already have been reported from inside the call.
-                if !serviceFinished { serviceWSI = wsi }
-            } else if !serviceFinished {
-                serviceFinish(.failed(reason: WebSocketError(function: "lws_client_connect_via_info",
-                                                             detail: "it could not start connecting").description))
+        _ = SSL_CTX_ctrl(context, SSL_CTRL_SET_MIN_PROTO_VERSION, Int(TLS1_2_VERSION), nil)
+        if verifying {
+            guard SSL_CTX_set_default_verify_paths(context) == 1 else {
+                SSL_CTX_free(context)
+                throw WebSocketError(function: "tls", detail: "the system's CA store could not be loaded: \(tlsError())")
             }
-            while !serviceFinished {
-                lws_service(context, 0)
-            }
+            SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
+        } else {
+            SSL_CTX_set_verify(context, SSL_VERIFY_NONE, nil)
         }
-        waker.withLock { $0 = nil }
-        lws_context_destroy(context)
+        return context
     }
 
-    /// The last event: yields it once, ends the stream and the service loop.
-    private func serviceFinish(_ event: WebSocketEvent) {
-        guard !serviceFinished else { return }
-        serviceFinished = true
-        serviceWSI = nil
+    /// The Sec-WebSocket-Accept a server must answer `key` with (RFC 6455, 4.2.2).
+    private static func accept(_ key: String) -> String {
+        let text = Array((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8)
+        var digest = [UInt8](repeating: 0, count: 20)
+        guard copenssl_sha1(text, text.count, &digest) == 0 else { return "" }
+        return Data(digest).base64EncodedString()
+    }
+
+    /// A write to a socket the peer has closed is EPIPE, not the end of the process: the daemon
+    /// ignores SIGPIPE already (Signals), and a test's process must too, as SSL_write cannot
+    /// say MSG_NOSIGNAL. Process-wide, once, as libwebsockets did.
+    private static let ignoreBrokenPipe: Void = { signal(SIGPIPE, SIG_IGN) }()
+
+    // MARK: The audio thread
+
+    var pollRequest: pollfd? {
+        guard fd >= 0 else { return nil }
+        let wantsOut = outHead < out.count || tlsWantsWrite
+        switch phase {
+        case .connecting: return pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+        case .securing: return pollfd(fd: fd, events: Int16(tlsWantsWrite ? POLLOUT : POLLIN), revents: 0)
+        case .upgrading, .open, .closing:
+            return pollfd(fd: fd, events: Int16(POLLIN) | (wantsOut ? Int16(POLLOUT) : 0), revents: 0)
+        case .waiting, .finished: return nil
+        }
+    }
+
+    var socketDeadline: UInt64? {
+        switch phase {
+        case .waiting, .finished: return 0
+        case .connecting, .securing, .upgrading: return openBy
+        case .open: return readMore ? 0 : min(nextPing, deadAt ?? .max)
+        case .closing: return readMore ? 0 : closeBy
+        }
+    }
+
+    func service(socketEvents: Int16, now: UInt64) -> Bool {
+        if phase == .waiting { begin(now) }
+        if phase != .finished && phase != .open && phase != .closing {
+            if shared.withLock({ $0.wantClose }) {
+                finish(.closed(code: nil, reason: "closed by this side before it opened"))
+            } else if now >= openBy {
+                finish(.failed(reason: WebSocketError(function: "connect", detail: "no answer within \(Self.openWithin.components.seconds) s").description))
+            }
+        }
+        if phase == .connecting && socketEvents != 0 { connected() }
+        if phase == .securing && socketEvents != 0 { secure() }
+        if phase == .upgrading || phase == .open || phase == .closing { receive(now) }
+        if phase == .open { takeQueued(now) }
+        if phase == .open { keepAlive(now) }
+        if phase == .closing && now >= closeBy { finish(.closed(code: 1000, reason: "closed by this side")) }
+        if phase == .upgrading || phase == .open || phase == .closing { flush() }
+        return phase != .finished
+    }
+
+    private func begin(_ now: UInt64) {
+        openBy = now + Self.nanoseconds(Self.openWithin)
+        switch plan {
+        case .failure(let error): finish(.failed(reason: error.description))
+        case .success: nextAddress()
+        }
+    }
+
+    /// Starts connecting to the next address; fails when none is left.
+    private func nextAddress() {
+        guard case .success(let plan) = plan else { return }
+        while addressAt < plan.addresses.count {
+            let address = plan.addresses[addressAt]
+            addressAt += 1
+            fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard fd >= 0 else {
+                lastFailure = "socket: \(Self.describe(errno))"
+                continue
+            }
+            var one: Int32 = 1
+            _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            var storage = address.storage
+            let result = withUnsafePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, address.length) }
+            }
+            if result == 0 || errno == EINPROGRESS {
+                phase = .connecting
+                if result == 0 { connected() }
+                return
+            }
+            lastFailure = "\(address.text): \(Self.describe(errno))"
+            Glibc.close(fd)
+            fd = -1
+        }
+        finish(.failed(reason: WebSocketError(function: "connect", detail: lastFailure).description))
+    }
+
+    /// The TCP connection's outcome is known: on to TLS or the upgrade, or the next address.
+    private func connected() {
+        var error: Int32 = 0
+        var size = socklen_t(MemoryLayout<Int32>.size)
+        _ = getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size)
+        guard error == 0, case .success(let plan) = plan else {
+            let address = addressAt > 0 ? (try? plan.get().addresses[addressAt - 1].text) ?? "" : ""
+            lastFailure = "\(address): \(Self.describe(error))"
+            Glibc.close(fd)
+            fd = -1
+            nextAddress()
+            return
+        }
+        guard let context = plan.tls else {
+            phase = .upgrading
+            return
+        }
+        ERR_clear_error()
+        guard let made = SSL_new(context) else {
+            finish(.failed(reason: WebSocketError(function: "tls", detail: "SSL_new failed: \(Self.tlsError())").description))
+            return
+        }
+        ssl = made
+        SSL_set_fd(made, fd)
+        SSL_set_connect_state(made)
+        copenssl_allow_partial_writes(made)
+        let name = plan.target.name
+        let isAddress = !Self.resolve(name, port: plan.target.port, numeric: true).isEmpty
+        if !isAddress { _ = copenssl_set_server_name(made, name) }
+        // Without a pinned key the certificate must name the host (or hold its address).
+        if pinnedKey == nil { _ = SSL_set1_host(made, name) }
+        phase = .securing
+        secure()
+    }
+
+    private func secure() {
+        guard let ssl else { return }
+        tlsStarted = true
+        ERR_clear_error()
+        tlsWantsWrite = false
+        let result = SSL_connect(ssl)
+        if result == 1 {
+            secured()
+            return
+        }
+        switch SSL_get_error(ssl, result) {
+        case SSL_ERROR_WANT_READ: return
+        case SSL_ERROR_WANT_WRITE: tlsWantsWrite = true
+        default:
+            let verdict = SSL_get_verify_result(ssl)
+            let detail = verdict != Int(X509_V_OK) ? "the server's certificate is not trusted: " + String(cString: X509_verify_cert_error_string(verdict))
+                : Self.tlsError()
+            finish(.failed(reason: WebSocketError(function: "tls", detail: detail).description))
+        }
+    }
+
+    /// TLS is up: with a pinned key, the server must show it before a byte of the request goes.
+    private func secured() {
+        if let pinnedKey, let ssl {
+            var digest = [UInt8](repeating: 0, count: 32)
+            let shown = copenssl_peer_spki_sha256(ssl, &digest) == 0 ? ServerKey.text(digest: digest) : nil
+            guard shown == pinnedKey else {
+                finish(.refused(ServerKey.changed(url: ServerAnswers.displayURL(url), shown: shown, pinned: pinnedKey)))
+                return
+            }
+        }
+        phase = .upgrading
+    }
+
+    /// Reads what the socket has, up to `maxReadPerWake`, and takes it apart.
+    private func receive(_ now: UInt64) {
+        readMore = false
+        var total = 0
+        while phase == .upgrading || phase == .open || phase == .closing {
+            guard total < Self.maxReadPerWake else {
+                readMore = true
+                return
+            }
+            let count = scratch.withUnsafeMutableBytes { read(into: $0) }
+            switch count {
+            case .bytes(let count):
+                total += count
+                input.append(contentsOf: scratch[..<count])
+                if phase == .upgrading { answered(now) } else { frames(now) }
+            case .wait: return
+            case .end(let why): ended(why)
+            }
+        }
+    }
+
+    private enum IO { case bytes(Int), wait, end(String?) }
+
+    private func read(into buffer: UnsafeMutableRawBufferPointer) -> IO {
+        if let ssl {
+            ERR_clear_error()
+            tlsWantsWrite = false
+            let count = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
+            if count > 0 { return .bytes(Int(count)) }
+            switch SSL_get_error(ssl, count) {
+            case SSL_ERROR_WANT_READ: return .wait
+            case SSL_ERROR_WANT_WRITE:
+                tlsWantsWrite = true
+                return .wait
+            case SSL_ERROR_ZERO_RETURN: return .end(nil)
+            default: return .end(errno != 0 && errno != EAGAIN ? Self.describe(errno) : nil)
+            }
+        }
+        let count = recv(fd, buffer.baseAddress, buffer.count, 0)
+        if count > 0 { return .bytes(count) }
+        if count == 0 { return .end(nil) }
+        return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? .wait : .end(Self.describe(errno))
+    }
+
+    private func write(_ buffer: UnsafeRawBufferPointer) -> IO {
+        if let ssl {
+            ERR_clear_error()
+            tlsWantsWrite = false
+            let count = SSL_write(ssl, buffer.baseAddress, Int32(min(buffer.count, Int(Int32.max))))
+            if count > 0 { return .bytes(Int(count)) }
+            switch SSL_get_error(ssl, count) {
+            case SSL_ERROR_WANT_READ: return .wait
+            case SSL_ERROR_WANT_WRITE:
+                tlsWantsWrite = true
+                return .wait
+            default: return .end(errno != 0 ? Self.describe(errno) : Self.tlsError())
+            }
+        }
+        let count = send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL))
+        if count >= 0 { return .bytes(count) }
+        return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? .wait : .end(Self.describe(errno))
+    }
+
+    /// Writes what is queued, as far as the socket takes it.
+    private func flush() {
+        var written = 0
+        while outHead < out.count {
+            let result = out[outHead].withUnsafeBytes { write(UnsafeRawBufferPointer(rebasing: $0[outAt...])) }
+            guard case .bytes(let count) = result else {
+                if case .end(let why) = result { ended(why) }
+                break
+            }
+            outAt += count
+            written += count
+            if outAt == out[outHead].count {
+                outHead += 1
+                outAt = 0
+            }
+        }
+        if outHead == out.count {
+            out.removeAll(keepingCapacity: true)
+            outHead = 0
+        } else if outHead >= 64 {
+            out.removeFirst(outHead)
+            outHead = 0
+        }
+        if written > 0 { shared.withLock { $0.unwritten -= written } }
+    }
+
+    /// The connection's far end closed or failed: what that means depends on how far it got.
+    private func ended(_ why: String?) {
+        switch phase {
+        case .closing: finish(.closed(code: 1000, reason: "closed by this side"))
+        case .open: finish(.closed(code: 1006, reason: "the connection dropped without a close frame"))
+        default:
+            finish(.failed(reason: WebSocketError(function: "connect", detail: "the server hung up before it accepted the upgrade"
+                                                  + (why.map { " (\($0))" } ?? "")).description))
+        }
+    }
+
+    /// The answer to the upgrade, once all of its head is in.
+    private func answered(_ now: UInt64) {
+        var found: Int?
+        if input.count >= 4 {
+            for index in 0...(input.count - 4) where input[index] == 13 && input[index + 1] == 10 && input[index + 2] == 13 && input[index + 3] == 10 {
+                found = index
+                break
+            }
+        }
+        guard let at = found else {
+            if input.count > Self.maxAnswerBytes {
+                finish(.failed(reason: WebSocketError(function: "handshake", detail: "the server's answer has no end within \(Self.maxAnswerBytes) bytes").description))
+            }
+            return
+        }
+        let head = String(decoding: input[..<at], as: UTF8.self)
+        input.removeFirst(at + 4)
+        let answer = UpgradeAnswer(head)
+        switch answer.status {
+        case 101:
+            guard answer.header("upgrade")?.lowercased() == "websocket",
+                  answer.header("connection")?.lowercased().split(separator: ",").contains(where: { UpgradeAnswer.trimmed($0) == "upgrade" }) == true,
+                  answer.header("sec-websocket-accept") == acceptKey else {
+                finish(.failed(reason: WebSocketError(function: "handshake", detail: "the server's answer is not a WebSocket upgrade").description))
+                return
+            }
+            phase = .open
+            lastProof = now
+            nextPing = now + Self.nanoseconds(Self.pingAfter)
+            continuation.yield(.open)
+            frames(now)
+        case let status? where (300..<400).contains(status):
+            finish(.refused(Redirect.refusal(status: status, location: answer.header("location"), base: url, route: "/listen")))
+        case let status?:
+            finish(.failed(reason: WebSocketError(function: "handshake", detail: "the server answered with HTTP status \(status)").description))
+        case nil:
+            finish(.failed(reason: WebSocketError(function: "handshake", detail: "the server's answer is not HTTP").description))
+        }
+    }
+
+    /// Takes the frames in `input` apart, as far as they have come.
+    private func frames(_ now: UInt64) {
+        var at = 0
+        defer { if at > 0 { input.removeFirst(min(at, input.count)) } }
+        while phase == .open || phase == .closing {
+            if payloadLeft > 0 {
+                let take = min(payloadLeft, input.count - at)
+                guard take > 0 else { return }
+                if message?.dropping == false { message?.data.append(contentsOf: input[at ..< at + take]) }
+                at += take
+                payloadLeft -= take
+                if payloadLeft == 0 && payloadFinal { delivered() }
+                continue
+            }
+            let available = input.count - at
+            guard available >= 2 else { return }
+            let first = input[at], second = input[at + 1]
+            var length = Int(second & 0x7f)
+            var headSize = 2
+            if length == 126 {
+                guard available >= 4 else { return }
+                length = Int(input[at + 2]) << 8 | Int(input[at + 3])
+                headSize = 4
+            } else if length == 127 {
+                guard available >= 10 else { return }
+                var wide: UInt64 = 0
+                for index in 0..<8 { wide = wide << 8 | UInt64(input[at + 2 + index]) }
+                guard wide <= UInt64(Int32.max) else { return broken("a frame longer than 2 GiB") }
+                length = Int(wide)
+                headSize = 10
+            }
+            guard second & 0x80 == 0 else { return broken("a masked frame") }
+            guard first & 0x70 == 0 else { return broken("a frame with reserved bits set") }
+            let opcode = first & 0x0f, final = first & 0x80 != 0
+            lastProof = now
+            nextPing = now + Self.nanoseconds(Self.pingAfter)
+            pingSentAt = nil
+            if opcode >= 8 {
+                guard final, length <= 125 else { return broken("a control frame fragmented or over 125 bytes") }
+                guard available >= headSize + length else { return }
+                let payload = Array(input[at + headSize ..< at + headSize + length])
+                at += headSize + length
+                control(opcode, payload, now)
+                continue
+            }
+            switch opcode {
+            case 1, 2:
+                guard message == nil else { return broken("a new message before the last one ended") }
+                message = Assembly(kind: opcode == 1 ? .text : .binary)
+            case 0:
+                guard message != nil else { return broken("a continuation with no message") }
+            default:
+                return broken("a frame of unknown kind \(opcode)")
+            }
+            at += headSize
+            if var whole = message {
+                let limit = whole.kind == .text ? maxText : maxBinary
+                if !whole.dropping && whole.bytes + length > limit {
+                    whole.dropping = true
+                    whole.data = []
+                }
+                whole.bytes += length
+                if !whole.dropping { whole.data.reserveCapacity(whole.bytes) }
+                message = whole
+            }
+            payloadLeft = length
+            payloadFinal = final
+            if length == 0 && final { delivered() }
+        }
+    }
+
+    /// A message's last byte came.
+    private func delivered() {
+        guard let whole = message else { return }
+        message = nil
+        // After our close nothing more is taken: the peer's close is all that is waited for.
+        guard phase == .open else { return }
+        if whole.dropping {
+            continuation.yield(.oversized(whole.kind, bytes: whole.bytes))
+        } else if whole.kind == .text {
+            continuation.yield(.text(String(decoding: whole.data, as: UTF8.self)))
+        } else {
+            continuation.yield(.binary(Data(whole.data)))
+        }
+    }
+
+    private func control(_ opcode: UInt8, _ payload: [UInt8], _ now: UInt64) {
+        switch opcode {
+        case 0x9:
+            if phase == .open { queueControl(.pong, payload) }
+        case 0xA:
+            continuation.yield(.pong)
+        case 0x8:
+            guard payload.count != 1 else { return broken("a close frame of one byte") }
+            let code = payload.count >= 2 ? Int(payload[0]) << 8 | Int(payload[1]) : 1005
+            let reason = String(decoding: payload.dropFirst(2), as: UTF8.self)
+            if phase == .closing {
+                finish(.closed(code: 1000, reason: "closed by this side"))
+                return
+            }
+            // Answered with the same code (none for none), then the peer hangs up.
+            queueControl(.close, Array(payload.prefix(2)))
+            flush()
+            finish(.closed(code: code, reason: reason))
+        default:
+            broken("a control frame of unknown kind \(opcode)")
+        }
+    }
+
+    /// The peer broke the protocol: closed with 1002, and no more is read.
+    private func broken(_ what: String) {
+        let why = "the server sent \(what)"
+        if phase == .open {
+            queueControl(.close, [0x03, 0xEA])
+            flush()
+        }
+        finish(.closed(code: 1002, reason: why))
+    }
+
+    /// What other threads queued goes after what is already in `out`; our close after all of it.
+    private func takeQueued(_ now: UInt64) {
+        let (frames, ping, close) = shared.withLock { state in
+            defer {
+                state.outgoing.removeAll()
+                state.wantPing = false
+            }
+            return (state.outgoing, state.wantPing, state.wantClose)
+        }
+        out.append(contentsOf: frames)
+        if ping { queueControl(.ping, []) }
+        if close {
+            queueControl(.close, [0x03, 0xE8])
+            phase = .closing
+            closeBy = now + Self.nanoseconds(Self.closeWithin)
+        }
+    }
+
+    /// When a silent peer counts as dead: `deadAfter` after its last frame, and never before a ping
+    /// has had `deadAfter - pingAfter` to be answered (the audio thread may have been held up
+    /// past the time to ping: the peer is not blamed for a ping that never went).
+    private var deadAt: UInt64? {
+        pingSentAt.map { max(lastProof + Self.nanoseconds(Self.deadAfter), $0 + Self.nanoseconds(Self.deadAfter - Self.pingAfter)) }
+    }
+
+    /// Pings a quiet peer; drops one silent for `deadAfter`.
+    private func keepAlive(_ now: UInt64) {
+        if let deadAt, now >= deadAt {
+            finish(.dead(reason: "no pong for \(Self.deadAfter.components.seconds) s"))
+        } else if now >= nextPing {
+            queueControl(.ping, [])
+            nextPing = now + Self.nanoseconds(Self.pingAfter)
+            if pingSentAt == nil { pingSentAt = now }
+        }
+    }
+
+    private func queueControl(_ opcode: WebSocketFrame.Opcode, _ payload: [UInt8]) {
+        let frame = payload.withUnsafeBytes { WebSocketFrame.masked(opcode, $0, key: Self.maskKey()) }
+        out.append(frame)
+        shared.withLock { $0.unwritten += frame.count }
+    }
+
+    /// The last event: yields it once, ends the stream, and lets go of the socket.
+    private func finish(_ event: WebSocketEvent) {
+        guard phase != .finished else { return }
+        let clean: Bool
+        if case .closed(let code, _) = event, code != 1002, code != 1006 { clean = true } else { clean = false }
+        phase = .finished
+        if let ssl {
+            if clean && tlsStarted { _ = SSL_shutdown(ssl) }
+            SSL_free(ssl)
+            self.ssl = nil
+        }
+        if case .success(let plan) = plan, let context = plan.tls {
+            SSL_CTX_free(context)
+            self.plan = .failure(WebSocketError(function: "connect", detail: "finished"))
+        }
+        if fd >= 0 {
+            Glibc.close(fd)
+            fd = -1
+        }
+        out = []
+        outHead = 0
+        outAt = 0
+        input = []
+        message = nil
         shared.withLock {
             $0.ended = true
             $0.outgoing = []
-            $0.queuedBytes = 0
+            $0.unwritten = 0
         }
         continuation.yield(event)
         continuation.finish()
     }
 
-    fileprivate func serviceCallback(_ wsi: OpaquePointer, _ reason: lws_callback_reasons, _ user: UnsafeMutableRawPointer?,
-                                     _ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
-        switch reason {
-        case LWS_CALLBACK_OPENSSL_PERFORM_SERVER_CERT_VERIFICATION:
-            return serviceVerify(store: user)
+    private static func describe(_ code: Int32) -> String { POSIXFailure("", errno: code).reason }
 
-        case LWS_CALLBACK_CLIENT_APPEND_HANDSHAKE_HEADER:
-            return serviceAppendHeaders(wsi, input, length)
-
-        case LWS_CALLBACK_CLIENT_ESTABLISHED:
-            serviceWSI = wsi
-            serviceOpened = true
-            serviceLastProof = .now
-            continuation.yield(.open)
-            if shared.withLock({ !$0.outgoing.isEmpty || $0.wantPing || $0.wantClose }) { lws_callback_on_writable(wsi) }
-
-        case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
-            if let redirect = serviceRedirect(wsi) {
-                serviceFinish(.refused(redirect))
-                return 0
-            }
-            if let shown = serviceOtherKey, let pinned = pinnedKey {
-                serviceFinish(.refused(ServerKey.changed(url: ServerAnswers.displayURL(url), shown: shown, pinned: pinned)))
-                return 0
-            }
-            let detail = input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "no reason given"
-            serviceFinish(.failed(reason: WebSocketError(function: "connect", detail: detail).description))
-
-        case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
-            let (pending, closing) = shared.withLock { (!$0.outgoing.isEmpty || $0.wantPing, $0.wantClose) }
-            if let client = serviceWSI, serviceOpened {
-                if pending || closing { lws_callback_on_writable(client) }
-            } else if closing {
-                serviceFinish(.closed(code: nil, reason: "closed by this side before it opened"))
-            }
-
-        case LWS_CALLBACK_CLIENT_WRITEABLE:
-            return serviceWrite(wsi)
-
-        case LWS_CALLBACK_CLIENT_RECEIVE:
-            if let input { serviceReceive(wsi, UnsafeRawBufferPointer(start: input, count: length)) }
-
-        case LWS_CALLBACK_CLIENT_RECEIVE_PONG:
-            serviceLastProof = .now
-            continuation.yield(.pong)
-
-        case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
-            // The payload is a two-byte code in network order, then a UTF-8 reason.
-            var code = 1005, why = ""
-            if let input, length >= 2 {
-                let bytes = UnsafeRawBufferPointer(start: input, count: length)
-                code = Int(bytes[0]) << 8 | Int(bytes[1])
-                why = String(decoding: bytes.dropFirst(2), as: UTF8.self)
-            }
-            servicePeerClose = (code, why)
-
-        case LWS_CALLBACK_CLIENT_CLOSED:
-            serviceFinish(serviceClosedEvent())
-
-        case LWS_CALLBACK_WSI_DESTROY:
-            if wsi == serviceWSI { serviceFinish(serviceClosedEvent()) }
-
-        default:
-            break
-        }
-        return 0
+    private static func nanoseconds(_ duration: Duration) -> UInt64 {
+        UInt64(duration.components.seconds) * 1_000_000_000 + UInt64(duration.components.attoseconds / 1_000_000_000)
     }
 
-    /// What a close after open was: ours, the peer's, lws hanging up a silent peer, or a drop.
-    private func serviceClosedEvent() -> WebSocketEvent {
-        if serviceClosing { return .closed(code: 1000, reason: "closed by this side") }
-        if let peer = servicePeerClose { return .closed(code: peer.code, reason: peer.reason) }
-        // lws's validity policy hangs up exactly `deadAfter` after the last pong; nothing
-        // else drops a connection that has been silent that long.
-        if ContinuousClock.now - serviceLastProof >= Self.deadAfter - .milliseconds(500) {
-            return .dead(reason: "no pong for \(Self.deadAfter.components.seconds) s")
-        }
-        return .closed(code: 1006, reason: "the connection dropped without a close frame")
+    /// OpenSSL's last error on this thread, as text; never holds anything of the request.
+    private static func tlsError() -> String {
+        let code = ERR_get_error()
+        guard code != 0 else { return "no reason given" }
+        var text = [CChar](repeating: 0, count: 256)
+        ERR_error_string_n(code, &text, text.count)
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
-
-    /// OpenSSL's check of each certificate of the chain (`store` is its X509_STORE_CTX): without a
-    /// pinned key its verdict stands; with one, the server's own certificate (depth 0) passes
-    /// exactly when it holds that key, and the chain above it does not matter. 0 accepts.
-    private func serviceVerify(store: UnsafeMutableRawPointer?) -> Int32 {
-        guard let pinnedKey, let store else { return 0 }
-        var digest = [UInt8](repeating: 0, count: 32)
-        var depth: Int32 = 0
-        guard copenssl_store_spki_sha256(store, &digest, &depth) == 0 else { return 1 }
-        if depth > 0 {
-            copenssl_store_accept(store)
-            return 0
-        }
-        let shown = ServerKey.text(digest: digest)
-        guard shown == pinnedKey else {
-            serviceOtherKey = shown
-            return 1
-        }
-        copenssl_store_accept(store)
-        return 0
-    }
-
-    /// A handshake answered with a 3xx: its status and where it pointed, said as a refusal.
-    private func serviceRedirect(_ wsi: OpaquePointer) -> SatelliteError? {
-        let status = Int(lws_http_client_http_response(wsi))
-        guard (300..<400).contains(status) else { return nil }
-        var buffer = [CChar](repeating: 0, count: 2048)
-        let length = lws_hdr_copy(wsi, &buffer, Int32(buffer.count), WSI_TOKEN_HTTP_LOCATION)
-        let location = length > 0 ? String(decoding: buffer.prefix(Int(length)).map { UInt8(bitPattern: $0) }, as: UTF8.self) : nil
-        return Redirect.refusal(status: status, location: location, base: url, route: "/listen")
-    }
-
-    private func serviceAppendHeaders(_ wsi: OpaquePointer, _ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
-        // `input` is an `unsigned char **` cursor into lws's header buffer, with `length` bytes left.
-        guard let cursor = input?.assumingMemoryBound(to: UnsafeMutablePointer<UInt8>?.self),
-              let start = cursor.pointee else { return -1 }
-        let end = start + length
-        for header in headers {
-            let failed = header.name.withUnsafeBufferPointer { name in
-                header.value.withUnsafeBufferPointer { value in
-                    lws_add_http_header_by_name(wsi, name.baseAddress, value.baseAddress, Int32(value.count), cursor, end)
-                }
-            }
-            if failed != 0 { return -1 }
-        }
-        return 0
-    }
-
-    private func serviceWrite(_ wsi: OpaquePointer) -> Int32 {
-        enum Work { case close, ping, message(Outgoing), nothing }
-        // A close waits for what was queued before it, so a `spoke` then `close()` delivers the `spoke`.
-        let (work, more): (Work, Bool) = shared.withLock { state in
-            if state.wantPing {
-                state.wantPing = false
-                return (.ping, !state.outgoing.isEmpty || state.wantClose)
-            }
-            if !state.outgoing.isEmpty {
-                let message = state.outgoing.removeFirst()
-                state.queuedBytes -= message.bytes
-                return (.message(message), !state.outgoing.isEmpty || state.wantClose)
-            }
-            return (state.wantClose ? .close : .nothing, false)
-        }
-        let written: Bool
-        switch work {
-        case .close:
-            serviceClosing = true
-            lws_close_reason(wsi, LWS_CLOSE_STATUS_NORMAL, nil, 0)
-            return -1
-        case .ping: written = Self.write(wsi, Data(), LWS_WRITE_PING)
-        case .message(.text(let data)): written = Self.writeFrame(wsi, .text, data)
-        case .message(.binary(let data)): written = Self.writeFrame(wsi, .binary, data)
-        case .nothing: return 0
-        }
-        guard written else { return -1 }
-        if more { lws_callback_on_writable(wsi) }
-        return 0
-    }
-
-    /// One lws_write, with the LWS_PRE bytes lws needs in front of the payload.
-    private static func write(_ wsi: OpaquePointer, _ data: Data, _ kind: lws_write_protocol) -> Bool {
-        let pre = cws_pre()
-        var buffer = [UInt8](repeating: 0, count: pre + data.count)
-        buffer.replaceSubrange(pre..., with: data)
-        let sent = buffer.withUnsafeMutableBufferPointer { lws_write(wsi, $0.baseAddress! + pre, data.count, kind) }
-        // lws buffers what the socket did not take; less than asked means the connection failed.
-        return sent >= data.count
-    }
-
-    /// One message as a whole frame built and masked here (see WebSocketFrame), handed to
-    /// lws as raw bytes (LWS_WRITE_RAW, which lws names LWS_WRITE_HTTP): lws writes it as it
-    /// is, in order with its own pings and closes, and buffers what the socket did not take.
-    private static func writeFrame(_ wsi: OpaquePointer, _ opcode: WebSocketFrame.Opcode, _ data: Data) -> Bool {
-        let pre = cws_pre()
-        var frame = data.withUnsafeBytes { payload in
-            WebSocketFrame.masked(opcode, payload, key: UInt32.random(in: .min ... .max), headroom: pre)
-        }
-        let length = frame.count - pre
-        let sent = frame.withUnsafeMutableBufferPointer { lws_write(wsi, $0.baseAddress! + pre, length, LWS_WRITE_HTTP) }
-        return sent >= length
-    }
-
-    private func serviceReceive(_ wsi: OpaquePointer, _ chunk: UnsafeRawBufferPointer) {
-        var message = serviceMessage ?? Assembly(kind: lws_frame_is_binary(wsi) != 0 ? .binary : .text)
-        let limit = message.kind == .text ? maxText : maxBinary
-        let rest = lws_remaining_packet_payload(wsi)
-        message.bytes += chunk.count
-        if !message.dropping && message.bytes + rest > limit {
-            message.dropping = true
-            message.data = Data()
-        }
-        if !message.dropping {
-            if message.data.isEmpty { message.data.reserveCapacity(message.bytes + rest) }
-            message.data.append(contentsOf: chunk)
-        }
-        guard lws_is_final_fragment(wsi) != 0 else {
-            serviceMessage = message
-            return
-        }
-        serviceMessage = nil
-        if message.dropping {
-            continuation.yield(.oversized(message.kind, bytes: message.bytes))
-        } else if message.kind == .text {
-            continuation.yield(.text(String(decoding: message.data, as: UTF8.self)))
-        } else {
-            continuation.yield(.binary(message.data))
-        }
-    }
-
-    /// lws logs to stderr by default, and its lines can hold the URL and handshake headers
-    /// (the token). Errors and warnings only, emitted nowhere: what the caller needs comes
-    /// as events. The level is process-wide, so this runs once, before the first context.
-    private static let silenceLibraryLog: Void = {
-        lws_set_log_level(Int32(LLL_ERR | LLL_WARN)) { _, _ in }
-    }()
 }
 
-/// lws's callback for every connection: finds the client through the context's user pointer.
-private func webSocketCallback(_ wsi: OpaquePointer?, _ reason: lws_callback_reasons, _ user: UnsafeMutableRawPointer?,
-                               _ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
-    guard let wsi, let context = lws_get_context(wsi), let owner = lws_context_user(context) else { return 0 }
-    let client = Unmanaged<WebSocketClient>.fromOpaque(owner).takeUnretainedValue()
-    return client.serviceCallback(wsi, reason, user, input, length)
+/// The head of the server's answer to the upgrade: its status and headers.
+private struct UpgradeAnswer {
+    let status: Int?
+    private let headers: [(name: String, value: String)]
+
+    init(_ head: String) {
+        let lines = head.split(separator: "\r\n", omittingEmptySubsequences: false)
+        let statusLine = lines.first.map { $0.split(separator: " ", maxSplits: 2) } ?? []
+        status = statusLine.count >= 2 && statusLine[0].hasPrefix("HTTP/1.") ? Int(statusLine[1]) : nil
+        headers = lines.dropFirst().compactMap { line in
+            guard let colon = line.firstIndex(of: ":") else { return nil }
+            return (line[..<colon].lowercased(), Self.trimmed(line[line.index(after: colon)...]))
+        }
+    }
+
+    /// Without the spaces and tabs around it.
+    static func trimmed(_ text: Substring) -> String {
+        String(text.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+    }
+
+    /// The first header of that name (lowercase).
+    func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
 }
 
 /// Where a `ws://` or `wss://` URL points.
 private struct Target {
     let secure: Bool
-    /// The host to resolve, without IPv6 brackets.
-    let address: String
+    /// The host as named, without IPv6 brackets: resolved, sent as SNI and checked in the certificate.
+    let name: String
     let port: Int
     /// The Host header: the host as written, with the port when it is not the default.
     let hostHeader: String
     let pathAndQuery: String
 
-    /// `pinnedAddress`: connect there rather than to what the host name resolves to now; the name still goes in Host.
-    init(url: String, pinnedAddress: String? = nil) throws(WebSocketError) {
+    init(url: String) throws(WebSocketError) {
         guard let parts = URLComponents(string: url) else { throw .badURL("it is not a URL") }
         switch parts.scheme?.lowercased() {
         case "ws": secure = false
@@ -551,8 +876,7 @@ private struct Target {
         default: throw .badURL("it is not ws:// or wss://")
         }
         guard let host = parts.host, !host.isEmpty else { throw .badURL("it has no host") }
-        let name = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
-        address = pinnedAddress ?? name
+        name = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
         let defaultPort = secure ? 443 : 80
         port = parts.port ?? defaultPort
         let shownHost = name.contains(":") ? "[\(name)]" : name

@@ -237,6 +237,9 @@ public actor ListenStream {
                 }
                 let shown = reason.isEmpty ? "" : ": \(reason)"
                 switch code {
+                case 1002?:
+                    lastProblem = SatelliteError(.serverUnreachable, "The server broke the WebSocket protocol (\(reason)); the connection was closed.")
+                    return .broken
                 case 1006?:
                     lastProblem = SatelliteError(.serverUnreachable, "The connection dropped without a close frame (1006)\(shown).")
                     return .broken

@@ -1,7 +1,7 @@
-// A client's WebSocket frame (RFC 6455, section 5.2), built here rather than by
-// libwebsockets: lws masks the payload a byte at a time, which was four tenths of
-// the daemon's instructions while streaming, where masking eight bytes at a time
-// costs a twentieth of that. Easy to get wrong: a client must mask every frame
+// A client's WebSocket frame (RFC 6455, section 5.2), built here: libwebsockets,
+// which the client used before, masks the payload a byte at a time, which was
+// four tenths of the daemon's instructions while streaming, where masking eight
+// bytes at a time costs a twentieth of that. Easy to get wrong: a client must mask every frame
 // with a fresh, unpredictable key; the length takes 7, 7+16 or 7+64 bits.
 
 /// Encodes one final (FIN) frame as a client sends it: masked.
@@ -9,19 +9,19 @@ public enum WebSocketFrame {
     public enum Opcode: UInt8, Sendable {
         case text = 0x1
         case binary = 0x2
+        case close = 0x8
+        case ping = 0x9
+        case pong = 0xA
     }
 
-    /// The frame's bytes after `headroom` zero bytes (room a library wants in front):
-    /// the header, the mask `key` as four bytes, big-endian, then the masked payload.
-    public static func masked(_ opcode: Opcode, _ payload: UnsafeRawBufferPointer, key: UInt32,
-                              headroom: Int = 0) -> [UInt8] {
+    /// The frame's bytes: the header, the mask `key` as four bytes, big-endian, then the masked payload.
+    public static func masked(_ opcode: Opcode, _ payload: UnsafeRawBufferPointer, key: UInt32) -> [UInt8] {
         let count = payload.count
         let lengthBytes = count < 126 ? 0 : count < 65536 ? 2 : 8
         let header = 2 + lengthBytes + 4
-        return [UInt8](unsafeUninitializedCapacity: headroom + header + count) { buffer, initialized in
+        return [UInt8](unsafeUninitializedCapacity: header + count) { buffer, initialized in
             let out = UnsafeMutableRawPointer(buffer.baseAddress!)
-            out.initializeMemory(as: UInt8.self, repeating: 0, count: headroom)
-            var at = headroom
+            var at = 0
             func put(_ byte: UInt8) {
                 out.storeBytes(of: byte, toByteOffset: at, as: UInt8.self)
                 at += 1
@@ -39,7 +39,7 @@ public enum WebSocketFrame {
                             UInt8(truncatingIfNeeded: key >> 8), UInt8(truncatingIfNeeded: key)]
             keyBytes.forEach(put)
             mask(from: payload, to: out + at, key: keyBytes)
-            initialized = headroom + header + count
+            initialized = header + count
         }
     }
 
