@@ -96,8 +96,7 @@ FIGURES = [
     Figure("stream_pss_mb", "PSS streaming: shared pages divided among their users (context)", "MiB", 2),
     Figure("stream_cpu_s_per_min", "CPU per minute of streamed audio (threads' schedstat)", "s/min", 3),
     Figure("stream_cpu_ticks_s_per_min", "CPU per minute of streamed audio (utime+stime, clock ticks)", "s/min", 3),
-    Figure("stream_cpu_capture", "… of which the audio thread (audio: capture and playback)", "s/min", 3),
-    Figure("stream_cpu_websocket", "… of which the WebSocket thread (websocket)", "s/min", 3),
+    Figure("stream_cpu_capture", "… of which the audio thread (audio: capture, playback and the /listen socket)", "s/min", 3),
     Figure("stream_cpu_rest", "… of which the other threads (Swift's pool, the rest)", "s/min", 3),
     Figure("stream_wakeups_per_s", "Times a thread was put on a CPU, per second (context)", "/s", 1),
     Figure("stream_threads", "Threads of the daemon streaming, at the window's end (context)", "", 0),
@@ -114,7 +113,6 @@ FIGURES = [
     section("The satellite's own wake word (wake local, stream transport), the Python reference at the same time"),
     Figure("local_cpu_s_per_min", "CPU per minute, idle in wake local (ear open, no wake word said)", "s/min", 3),
     Figure("local_cpu_audio", "… of which the audio thread (audio)", "s/min", 3),
-    Figure("local_cpu_websocket", "… of which the WebSocket thread (websocket)", "s/min", 3),
     Figure("local_cpu_rest", "… of which the other threads (Swift's pool: the engine; the rest)", "s/min", 3),
     Figure("local_wakeups_per_s", "Times a thread was put on a CPU, per second", "/s", 1),
     Figure("local_wakeups_audio", "… of which the audio thread", "/s", 1),
@@ -895,12 +893,14 @@ pcm.benchspeaker {{ type plug slave {{ pcm "benchspeaker_file" format S16_LE rat
             FIG["stream_cpu_s_per_min"].samples.append(ours.cpu_per_min())
             FIG["stream_cpu_ticks_s_per_min"].samples.append(ours.ticks_per_min())
             FIG["stream_wakeups_per_s"].samples.append(ours.runs_per_s())
+            runs = ours.threads[0].runs_by_name()
+            self.notes.append(f"Stream run {number}: times on a CPU by thread: "
+                              + ", ".join(f"{name} {count / ours.length:.1f}/s" for name, count in sorted(runs.items())))
             # Read before the daemon stops: the names are in /proc only while it runs.
             by_name = ours.threads[0].seconds_by_name()
             FIG["stream_threads"].samples.append(len(os.listdir(f"/proc/{daemon.pid}/task")))
-            capture, websocket = by_name.pop("audio", 0), by_name.pop("websocket", 0)
-            for key, value in (("stream_cpu_capture", capture), ("stream_cpu_websocket", websocket),
-                               ("stream_cpu_rest", sum(by_name.values()))):
+            capture = by_name.pop("audio", 0)
+            for key, value in (("stream_cpu_capture", capture), ("stream_cpu_rest", sum(by_name.values()))):
                 FIG[key].samples.append(value * 60 / ours.length)
             FIG["stream_hwm_mb"].samples.append(mb(ours.hwm))
             FIG["stream_rss_mb"].samples.append(mb(ours.steady_rss()))
@@ -965,9 +965,8 @@ pcm.benchspeaker {{ type plug slave {{ pcm "benchspeaker_file" format S16_LE rat
             watch_windows([ours, theirs], self.args.local_seconds)
             FIG["local_cpu_s_per_min"].samples.append(ours.cpu_per_min())
             by_name = ours.threads[0].seconds_by_name()
-            audio, websocket = by_name.pop("audio", 0), by_name.pop("websocket", 0)
-            for key, value in (("local_cpu_audio", audio), ("local_cpu_websocket", websocket),
-                               ("local_cpu_rest", sum(by_name.values()))):
+            audio = by_name.pop("audio", 0)
+            for key, value in (("local_cpu_audio", audio), ("local_cpu_rest", sum(by_name.values()))):
                 FIG[key].samples.append(value * 60 / ours.length)
             runs = ours.threads[0].runs_by_name()
             FIG["local_wakeups_audio"].samples.append(runs.get("audio", 0) / ours.length)

@@ -96,7 +96,7 @@ do {
 }
 // Everything the daemon owns is closed and written by now. _exit, not exit: exit runs
 // the C libraries' teardown (OpenSSL's among them) while a library thread that has
-// not yet wound down (libcurl's, libwebsockets') may still be inside them, which
+// not yet wound down (libcurl's) may still be inside them, which
 // crashed a test daemon once in a few hundred stops.
 // A part that failed (the journal said which) ends the daemon non-zero, so systemd restarts it.
 if case .failed = ending { _exit(1) }

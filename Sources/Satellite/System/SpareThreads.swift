@@ -1,5 +1,4 @@
-// Threads for jobs that come and go (a /listen connection's lws loop, a hook's
-// reaper, a volume change, the offline notice's rendering, the echo delay's
+// Threads for jobs that come and go (a hook's reaper, a volume change, the offline notice's rendering, the echo delay's
 // estimate): a job ends, and its thread waits for the next one instead of ending
 // with it, so the daemon makes no thread per connection or per event. Its name
 // follows the job it runs, and is `spare` while it waits. A job may block as

@@ -6,7 +6,7 @@
 /// A time bound that a test may shorten.
 public enum TestBounds {
     /// `PARLOUR_SATELLITE_TEST_DEAD_PEER_S`: the /listen socket's dead-peer time, 4 to 10 whole seconds
-    /// (lws pings 3 s after the last pong, so less than 4 would hang up before it asks).
+    /// (the socket pings 3 s after the peer last sent anything, so less than 4 would hang up before it asks).
     public static let deadPeerVariable = "PARLOUR_SATELLITE_TEST_DEAD_PEER_S"
 
     /// The dead-peer seconds `value` asks for, or 10.
