@@ -51,6 +51,9 @@ static inline void copenssl_allow_partial_writes(SSL *ssl) {
     SSL_set_mode(ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 }
 
+/// No TLS 1.2 renegotiation (SSL_OP_NO_RENEGOTIATION is a macro of a macro).
+static inline void copenssl_refuse_renegotiation(SSL_CTX *context) { SSL_CTX_set_options(context, SSL_OP_NO_RENEGOTIATION); }
+
 /// The SHA-256 of the public key the server showed in the handshake; 0 on success.
 static inline int copenssl_peer_spki_sha256(SSL *ssl, unsigned char digest[32]) {
     X509 *cert = SSL_get1_peer_certificate(ssl);

@@ -255,13 +255,58 @@ struct WebSocketClientTests {
 
     @Test("a ping from the server is answered with its payload, and a frame no server may send closes with 1002")
     func pingAndBrokenFrame() async throws {
-        let peer = try await RawPeer.start(pinging: true)
+        let peer = try await RawPeer.start(mode: "ping")
         defer { peer.stop() }
         var events = Events(WebSocketClient.connect(url: "ws://127.0.0.1:\(peer.port)/", headers: [:], maxMessage: 16 << 10))
         #expect(await events.next() == .open)
         #expect(await events.next() == .text("answered 10 with abc"))
         #expect(await events.next() == .closed(code: 1002, reason: "the server sent a masked frame"))
         #expect(await events.next() == nil)
+    }
+
+    @Test("a flood of pings is answered with a few pongs, not one each")
+    func pingFlood() async throws {
+        let peer = try await RawPeer.start(mode: "flood")
+        defer { peer.stop() }
+        var events = Events(WebSocketClient.connect(url: "ws://127.0.0.1:\(peer.port)/", headers: [:], maxMessage: 16 << 10))
+        #expect(await events.next() == .open)
+        #expect(await events.next() == .text("sent"))
+        guard case .text(let said) = await events.next(), said.hasPrefix("pongs "), let pongs = Int(said.dropFirst(6)) else {
+            Issue.record("the peer did not say how many pongs came back")
+            return
+        }
+        // One a wake-up at most: 20,000 without the bound (and 120 KB queued).
+        #expect(pongs >= 1 && pongs < 100, "\(pongs) pongs for 20,000 pings")
+        #expect(await events.next() == .closed(code: 1000, reason: ""))
+    }
+
+    @Test("what no server may send closes the connection: a close code reserved for this side, text that is not UTF-8; an unasked-for extension fails the handshake",
+          arguments: [
+              ("badclose", WebSocketEvent.closed(code: 1002, reason: "the server sent the close code 1006")),
+              ("badtext", WebSocketEvent.closed(code: 1007, reason: "the server sent text that is not UTF-8")),
+              ("extension", WebSocketEvent.failed(reason: "handshake: the server chose an extension or subprotocol this client did not ask for")),
+          ])
+    func refusedFromPeer(mode: String, last: WebSocketEvent) async throws {
+        let peer = try await RawPeer.start(mode: mode)
+        defer { peer.stop() }
+        var events = Events(WebSocketClient.connect(url: "ws://127.0.0.1:\(peer.port)/", headers: [:], maxMessage: 16 << 10))
+        if mode != "extension" { #expect(await events.next() == .open) }
+        #expect(await events.next() == last)
+        #expect(await events.next() == nil)
+    }
+
+    @Test("a header value with a line break in it is refused before connecting, and the error does not hold the value")
+    func headerInjection() async throws {
+        for value in ["Bearer x\r\nX-Evil: 1", "Bearer x\nX-Evil: 1", "Bearer x\u{7f}"] {
+            var events = Events(WebSocketClient.connect(url: "ws://127.0.0.1:1/", headers: ["Authorization": value], maxMessage: 1024))
+            guard case .failed(let reason) = await events.next() else {
+                Issue.record("a header holding \(value.debugDescription) was not refused")
+                continue
+            }
+            #expect(reason == "headers: the Authorization header holds a control character")
+        }
+        var events = Events(WebSocketClient.connect(url: "ws://127.0.0.1:1/", headers: ["Bad Name": "x"], maxMessage: 1024))
+        #expect(await events.next() == .failed(reason: "headers: a header's name is not a token"))
     }
 
     @Test("wss with a pinned key: the key shown is all that counts, and another is refused before the request")
@@ -338,7 +383,7 @@ struct WebSocketClientTests {
 
 /// Reads a client's events in order.
 struct Events {
-    private var iterator: AsyncStream<WebSocketEvent>.Iterator
+    private var iterator: WebSocketEvents.AsyncIterator
 
     init(_ client: WebSocketClient) { iterator = client.events.makeAsyncIterator() }
 
@@ -406,7 +451,31 @@ async def serve(reader, writer):
     request = await reader.readuntil(b"\r\n\r\n")
     key = [l.split(b":", 1)[1].strip() for l in request.split(b"\r\n") if l.lower().startswith(b"sec-websocket-key:")][0]
     accept = base64.b64encode(hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
-    writer.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " + accept + b"\r\n\r\n")
+    extra = b"Sec-WebSocket-Extensions: permessage-deflate\r\n" if sys.argv[1] == "extension" else b""
+    writer.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" + extra
+                 + b"Sec-WebSocket-Accept: " + accept + b"\r\n\r\n")
+    if sys.argv[1] in ("badclose", "badtext"):
+        writer.write(frame(8, struct.pack("!H", 1006)) if sys.argv[1] == "badclose" else frame(1, b"\xff\xfe"))
+        await writer.drain()
+        await reader.read(1 << 16)
+        writer.close()
+        return
+    if sys.argv[1] == "flood":
+        # 20,000 pings at once, never read until they are all sent: how many pongs come back?
+        writer.write(frame(9, b"") * 20000 + frame(1, b"sent"))
+        await writer.drain()
+        pongs = 0
+        try:
+            while True:
+                opcode, _ = await asyncio.wait_for(read_frame(reader), 1)
+                pongs += opcode == 10
+        except (asyncio.TimeoutError, asyncio.IncompleteReadError):
+            pass
+        writer.write(frame(1, b"pongs %d" % pongs) + frame(8, struct.pack("!H", 1000)))
+        await writer.drain()
+        await reader.read(1 << 16)
+        writer.close()
+        return
     if sys.argv[1] == "ping":
         writer.write(frame(9, b"abc"))
         opcode, data = await read_frame(reader)
@@ -441,11 +510,14 @@ async def main():
 asyncio.run(main())
 """#
 
-    /// With a certificate and key, the peer speaks TLS. `pinging`: it pings, says what came back, then sends a masked frame.
-    static func start(certificate: String? = nil, key: String? = nil, pinging: Bool = false) async throws -> RawPeer {
+    /// What the peer does after the handshake: `fragments` (the default) sends fragmented and oversized
+    /// messages; `ping` pings, says what came back, then sends a masked frame; `flood` sends 20,000 pings
+    /// at once and says how many pongs came back; `badclose` closes with 1006, which no peer may send;
+    /// `badtext` sends text that is not UTF-8; `extension` answers with an extension nobody asked for.
+    static func start(certificate: String? = nil, key: String? = nil, mode: String = "fragments") async throws -> RawPeer {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Package.python)
-        process.arguments = ["-c", script, pinging ? "ping" : "fragments"] + [certificate, key].compactMap { $0 }
+        process.arguments = ["-c", script, mode] + [certificate, key].compactMap { $0 }
         let out = Pipe()
         process.standardOutput = out
         try process.run()

@@ -64,7 +64,7 @@ public enum WebSocketMessageKind: String, Sendable {
 /// unless they are called on it (the microphone's sink), which then writes in the same wake-up.
 public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     /// What happens on the connection. Ends after the last event; stopping iteration closes the connection.
-    public let events: AsyncStream<WebSocketEvent>
+    public let events: WebSocketEvents
 
     /// How long a connection may go without a sign of the peer before it counts as dead: 10 s (a test may set it smaller, TestBounds).
     public static let deadAfter: Duration = .seconds(TestBounds.deadPeerSeconds(getenv(TestBounds.deadPeerVariable).map { String(cString: $0) }))
@@ -81,6 +81,11 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     static let maxAnswerBytes = 16384
     /// The most bytes read in one wake-up: a peer that floods cannot keep the microphone waiting.
     static let maxReadPerWake = 256 << 10
+    /// The most events not yet taken by the consumer: past it nothing more is read until it
+    /// catches up, so a peer sending faster than the conversation takes it holds no more memory.
+    static let maxUntaken = 64
+    /// How long one of several addresses may take to connect before the next is tried.
+    static let addressWithin: Duration = .seconds(3)
 
     private let continuation: AsyncStream<WebSocketEvent>.Continuation
     private let url: String
@@ -90,6 +95,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     private let maxBinary: Int
     private let engine = AudioEngine.shared
     private let shared = Mutex(Shared())
+    private let untaken: UntakenEvents
 
     /// What other threads hand to the audio thread.
     private struct Shared {
@@ -108,6 +114,8 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         var addresses: [Address]
         /// wss only: the context, with the CA store loaded (unless a key is pinned).
         var tls: OpaquePointer?
+        /// Whether the host is an address (no SNI then).
+        var hostIsAddress: Bool
     }
 
     private struct Address {
@@ -133,8 +141,13 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     private var fd: Int32 = -1
     private var ssl: OpaquePointer?
     private var tlsWantsWrite = false
-    /// Whether SSL_connect was called: only then may SSL_shutdown be.
+    /// SSL_write waits for the peer's bytes (a renegotiation): POLLIN, not POLLOUT, then.
+    private var tlsWriteWantsRead = false
+    /// Whether SSL_connect was called and nothing fatal came since: only then may SSL_shutdown be.
     private var tlsStarted = false
+    private var tlsFatal = false
+    /// When the address being connected to is given up for the next.
+    private var addressBy: UInt64 = 0
     private var addressAt = 0
     private var lastFailure = "no address to connect to"
     private var acceptKey = ""
@@ -152,8 +165,16 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     private var closeBy: UInt64 = 0
     private var lastProof: UInt64 = 0
     private var nextPing: UInt64 = 0
-    /// When the first ping since the peer's last frame went; nil while none is unanswered.
+    /// When the first ping since the peer last sent anything went; nil while none is unanswered.
     private var pingSentAt: UInt64?
+    /// A ping of ours is unanswered: its pong is an event (a pong nobody asked for is not).
+    private var awaitingPong = false
+    /// The peer's ping waiting to be answered: one at most, the latest (RFC 6455, 5.5.3).
+    private var pongDue: [UInt8]?
+    /// The peer's close, once it came: its code and reason stand whatever happens after.
+    private var peerClose: (code: Int, reason: String)?
+    /// Where the search for the end of the answer's head goes on from.
+    private var headSearchedTo = 0
     private var message: Assembly?
     /// What is left of the data frame being read, and whether it is its message's last.
     private var payloadLeft = 0
@@ -175,7 +196,11 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
 
     private init(url: String, maxMessage: Int, maxText: Int, key: String?) {
         pinnedKey = key
-        (events, continuation) = AsyncStream.makeStream(of: WebSocketEvent.self, bufferingPolicy: .unbounded)
+        let (stream, continuation) = AsyncStream.makeStream(of: WebSocketEvent.self, bufferingPolicy: .unbounded)
+        self.continuation = continuation
+        let untaken = UntakenEvents(limit: Self.maxUntaken, engine: AudioEngine.shared)
+        self.untaken = untaken
+        events = WebSocketEvents(stream: stream, taken: untaken.taken)
         self.url = url
         self.maxText = maxText
         self.maxBinary = maxMessage
@@ -247,6 +272,8 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         Self.ignoreBrokenPipe
         plan = Result { () throws(WebSocketError) in
             let target = try Target(url: url)
+            // A pin over plain ws:// would vouch for nothing, and the token would go in the clear.
+            if pinnedKey != nil && !target.secure { throw .badURL("a pinned key needs wss://") }
             var request = "GET \(target.pathAndQuery) HTTP/1.1\r\nHost: \(target.hostHeader)\r\n"
                 + "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
             var nonce = [UInt8](repeating: 0, count: 16)
@@ -255,21 +282,27 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             request += "Sec-WebSocket-Key: \(key)\r\n"
             for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
                 let name = name.hasSuffix(":") ? String(name.dropLast()) : name
+                // Bytes, not Characters: "\r\n" is one Character, equal to neither "\r" nor "\n".
                 // Never the value in the error: it is the token.
-                guard !(name + value).contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) else {
-                    throw WebSocketError(function: "headers", detail: "the \(name.filter { $0.isLetter || $0 == "-" }) header holds a line break")
+                let tokenBytes = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
+                guard !name.isEmpty, name.utf8.allSatisfy(tokenBytes.contains) else {
+                    throw WebSocketError(function: "headers", detail: "a header's name is not a token")
+                }
+                guard !value.utf8.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7f }) else {
+                    throw WebSocketError(function: "headers", detail: "the \(name) header holds a control character")
                 }
                 request += "\(name): \(value)\r\n"
             }
             request += "\r\n"
             out = [Array(request.utf8)]
-            acceptKey = Self.accept(key)
+            acceptKey = try Self.accept(key)
             let found = pinned.isEmpty ? Self.resolve(target.name, port: target.port, numeric: false)
                 : pinned.flatMap { Self.resolve($0, port: target.port, numeric: true) }
             guard !found.isEmpty else {
                 throw WebSocketError(function: "connect", detail: "\(target.name) does not resolve to an address")
             }
-            return Plan(target: target, addresses: found, tls: target.secure ? try Self.tlsContext(verifying: pinnedKey == nil) : nil)
+            return Plan(target: target, addresses: found, tls: target.secure ? try Self.tlsContext(verifying: pinnedKey == nil) : nil,
+                        hostIsAddress: !Self.resolve(target.name, port: target.port, numeric: true).isEmpty)
         }
         shared.withLock { $0.unwritten += out.first?.count ?? 0 }
         engine.attach(socket: self)
@@ -320,14 +353,18 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         } else {
             SSL_CTX_set_verify(context, SSL_VERIFY_NONE, nil)
         }
+        // A renegotiation could leave a write waiting on reads at any time; the server has no need of one.
+        copenssl_refuse_renegotiation(context)
         return context
     }
 
     /// The Sec-WebSocket-Accept a server must answer `key` with (RFC 6455, 4.2.2).
-    private static func accept(_ key: String) -> String {
+    private static func accept(_ key: String) throws(WebSocketError) -> String {
         let text = Array((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8)
         var digest = [UInt8](repeating: 0, count: 20)
-        guard copenssl_sha1(text, text.count, &digest) == 0 else { return "" }
+        guard copenssl_sha1(text, text.count, &digest) == 0 else {
+            throw WebSocketError(function: "handshake", detail: "SHA-1 failed: \(tlsError())")
+        }
         return Data(digest).base64EncodedString()
     }
 
@@ -340,12 +377,14 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
 
     var pollRequest: pollfd? {
         guard fd >= 0 else { return nil }
-        let wantsOut = outHead < out.count || tlsWantsWrite
         switch phase {
         case .connecting: return pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
         case .securing: return pollfd(fd: fd, events: Int16(tlsWantsWrite ? POLLOUT : POLLIN), revents: 0)
         case .upgrading, .open, .closing:
-            return pollfd(fd: fd, events: Int16(POLLIN) | (wantsOut ? Int16(POLLOUT) : 0), revents: 0)
+            // Not read while the consumer is behind (it wakes the thread as it catches up).
+            let reads = !untaken.full || tlsWriteWantsRead
+            let writes = (outHead < out.count || pongDue != nil) && !tlsWriteWantsRead || tlsWantsWrite
+            return pollfd(fd: fd, events: (reads ? Int16(POLLIN) : 0) | (writes ? Int16(POLLOUT) : 0), revents: 0)
         case .waiting, .finished: return nil
         }
     }
@@ -353,7 +392,8 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     var socketDeadline: UInt64? {
         switch phase {
         case .waiting, .finished: return 0
-        case .connecting, .securing, .upgrading: return openBy
+        case .connecting: return min(openBy, addressBy)
+        case .securing, .upgrading: return openBy
         case .open: return readMore ? 0 : min(nextPing, deadAt ?? .max)
         case .closing: return readMore ? 0 : closeBy
         }
@@ -368,9 +408,17 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
                 finish(.failed(reason: WebSocketError(function: "connect", detail: "no answer within \(Self.openWithin.components.seconds) s").description))
             }
         }
-        if phase == .connecting && socketEvents != 0 { connected() }
+        if phase == .connecting && socketEvents != 0 {
+            connected(now)
+        } else if phase == .connecting && now >= addressBy {
+            lastFailure = "\(currentAddress): no answer within \(Self.addressWithin.components.seconds) s"
+            Glibc.close(fd)
+            fd = -1
+            nextAddress(now)
+        }
         if phase == .securing && socketEvents != 0 { secure() }
-        if phase == .upgrading || phase == .open || phase == .closing { receive(now) }
+        // Read only when poll said so (or a read left more): a period's wake-up costs no recv.
+        if (phase == .upgrading || phase == .open || phase == .closing) && (socketEvents != 0 || readMore) { receive(now) }
         if phase == .open { takeQueued(now) }
         if phase == .open { keepAlive(now) }
         if phase == .closing && now >= closeBy { finish(.closed(code: 1000, reason: "closed by this side")) }
@@ -382,12 +430,17 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         openBy = now + Self.nanoseconds(Self.openWithin)
         switch plan {
         case .failure(let error): finish(.failed(reason: error.description))
-        case .success: nextAddress()
+        case .success: nextAddress(now)
         }
     }
 
+    private var currentAddress: String {
+        guard case .success(let plan) = plan, addressAt > 0, addressAt <= plan.addresses.count else { return "" }
+        return plan.addresses[addressAt - 1].text
+    }
+
     /// Starts connecting to the next address; fails when none is left.
-    private func nextAddress() {
+    private func nextAddress(_ now: UInt64) {
         guard case .success(let plan) = plan else { return }
         while addressAt < plan.addresses.count {
             let address = plan.addresses[addressAt]
@@ -405,7 +458,9 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             }
             if result == 0 || errno == EINPROGRESS {
                 phase = .connecting
-                if result == 0 { connected() }
+                // One silent address (a broken IPv6 route) must not use up the time for all of them.
+                addressBy = addressAt < plan.addresses.count ? now + Self.nanoseconds(Self.addressWithin) : .max
+                if result == 0 { connected(now) }
                 return
             }
             lastFailure = "\(address.text): \(Self.describe(errno))"
@@ -416,16 +471,15 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     }
 
     /// The TCP connection's outcome is known: on to TLS or the upgrade, or the next address.
-    private func connected() {
+    private func connected(_ now: UInt64) {
         var error: Int32 = 0
         var size = socklen_t(MemoryLayout<Int32>.size)
         _ = getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size)
         guard error == 0, case .success(let plan) = plan else {
-            let address = addressAt > 0 ? (try? plan.get().addresses[addressAt - 1].text) ?? "" : ""
-            lastFailure = "\(address): \(Self.describe(error))"
+            lastFailure = "\(currentAddress): \(Self.describe(error))"
             Glibc.close(fd)
             fd = -1
-            nextAddress()
+            nextAddress(now)
             return
         }
         guard let context = plan.tls else {
@@ -438,14 +492,16 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             return
         }
         ssl = made
-        SSL_set_fd(made, fd)
         SSL_set_connect_state(made)
         copenssl_allow_partial_writes(made)
         let name = plan.target.name
-        let isAddress = !Self.resolve(name, port: plan.target.port, numeric: true).isEmpty
-        if !isAddress { _ = copenssl_set_server_name(made, name) }
-        // Without a pinned key the certificate must name the host (or hold its address).
-        if pinnedKey == nil { _ = SSL_set1_host(made, name) }
+        // Without a pinned key the certificate must name the host (or hold its address): a
+        // check that could not be set up fails the connection rather than go unchecked.
+        guard SSL_set_fd(made, fd) == 1, plan.hostIsAddress || copenssl_set_server_name(made, name) == 1,
+              pinnedKey != nil || SSL_set1_host(made, name) == 1 else {
+            finish(.failed(reason: WebSocketError(function: "tls", detail: "the connection could not be set up: \(Self.tlsError())").description))
+            return
+        }
         phase = .securing
         secure()
     }
@@ -464,6 +520,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         case SSL_ERROR_WANT_READ: return
         case SSL_ERROR_WANT_WRITE: tlsWantsWrite = true
         default:
+            tlsFatal = true
             let verdict = SSL_get_verify_result(ssl)
             let detail = verdict != Int(X509_V_OK) ? "the server's certificate is not trusted: " + String(cString: X509_verify_cert_error_string(verdict))
                 : Self.tlsError()
@@ -489,6 +546,8 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         readMore = false
         var total = 0
         while phase == .upgrading || phase == .open || phase == .closing {
+            // The consumer is behind: read on once it catches up (it wakes the thread).
+            if untaken.full { return }
             guard total < Self.maxReadPerWake else {
                 readMore = true
                 return
@@ -497,6 +556,10 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             switch count {
             case .bytes(let count):
                 total += count
+                // Any byte is a sign of the peer: a pong stuck behind a long message over a slow link is not its death.
+                lastProof = now
+                nextPing = now + Self.nanoseconds(Self.pingAfter)
+                pingSentAt = nil
                 input.append(contentsOf: scratch[..<count])
                 if phase == .upgrading { answered(now) } else { frames(now) }
             case .wait: return
@@ -519,7 +582,12 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
                 tlsWantsWrite = true
                 return .wait
             case SSL_ERROR_ZERO_RETURN: return .end(nil)
-            default: return .end(errno != 0 && errno != EAGAIN ? Self.describe(errno) : nil)
+            case SSL_ERROR_SYSCALL:
+                tlsFatal = true
+                return .end(errno != 0 ? Self.describe(errno) : nil)
+            default:
+                tlsFatal = true
+                return .end(Self.tlsError())
             }
         }
         let count = recv(fd, buffer.baseAddress, buffer.count, 0)
@@ -532,14 +600,22 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         if let ssl {
             ERR_clear_error()
             tlsWantsWrite = false
+            tlsWriteWantsRead = false
             let count = SSL_write(ssl, buffer.baseAddress, Int32(min(buffer.count, Int(Int32.max))))
             if count > 0 { return .bytes(Int(count)) }
             switch SSL_get_error(ssl, count) {
-            case SSL_ERROR_WANT_READ: return .wait
+            case SSL_ERROR_WANT_READ:
+                tlsWriteWantsRead = true
+                return .wait
             case SSL_ERROR_WANT_WRITE:
                 tlsWantsWrite = true
                 return .wait
-            default: return .end(errno != 0 ? Self.describe(errno) : Self.tlsError())
+            case SSL_ERROR_SYSCALL:
+                tlsFatal = true
+                return .end(errno != 0 ? Self.describe(errno) : nil)
+            default:
+                tlsFatal = true
+                return .end(Self.tlsError())
             }
         }
         let count = send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL))
@@ -550,7 +626,13 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     /// Writes what is queued, as far as the socket takes it.
     private func flush() {
         var written = 0
-        while outHead < out.count {
+        while true {
+            // The peer's ping is answered once all before it went: a flood of pings costs one pong.
+            if outHead == out.count, let payload = pongDue {
+                pongDue = nil
+                queueControl(.pong, payload)
+            }
+            guard outHead < out.count else { break }
             let result = out[outHead].withUnsafeBytes { write(UnsafeRawBufferPointer(rebasing: $0[outAt...])) }
             guard case .bytes(let count) = result else {
                 if case .end(let why) = result { ended(why) }
@@ -575,6 +657,10 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
 
     /// The connection's far end closed or failed: what that means depends on how far it got.
     private func ended(_ why: String?) {
+        if let peerClose {
+            finish(.closed(code: peerClose.code, reason: peerClose.reason))
+            return
+        }
         switch phase {
         case .closing: finish(.closed(code: 1000, reason: "closed by this side"))
         case .open: finish(.closed(code: 1006, reason: "the connection dropped without a close frame"))
@@ -588,10 +674,11 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     private func answered(_ now: UInt64) {
         var found: Int?
         if input.count >= 4 {
-            for index in 0...(input.count - 4) where input[index] == 13 && input[index + 1] == 10 && input[index + 2] == 13 && input[index + 3] == 10 {
+            for index in headSearchedTo...(input.count - 4) where input[index] == 13 && input[index + 1] == 10 && input[index + 2] == 13 && input[index + 3] == 10 {
                 found = index
                 break
             }
+            headSearchedTo = input.count - 3
         }
         guard let at = found else {
             if input.count > Self.maxAnswerBytes {
@@ -610,10 +697,15 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
                 finish(.failed(reason: WebSocketError(function: "handshake", detail: "the server's answer is not a WebSocket upgrade").description))
                 return
             }
+            // Nothing was asked for, so nothing may be chosen: a compressed frame would not be read right.
+            guard answer.header("sec-websocket-extensions") == nil, answer.header("sec-websocket-protocol") == nil else {
+                finish(.failed(reason: WebSocketError(function: "handshake", detail: "the server chose an extension or subprotocol this client did not ask for").description))
+                return
+            }
             phase = .open
             lastProof = now
             nextPing = now + Self.nanoseconds(Self.pingAfter)
-            continuation.yield(.open)
+            emit(.open)
             frames(now)
         case let status? where (300..<400).contains(status):
             finish(.refused(Redirect.refusal(status: status, location: answer.header("location"), base: url, route: "/listen")))
@@ -658,9 +750,6 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             guard second & 0x80 == 0 else { return broken("a masked frame") }
             guard first & 0x70 == 0 else { return broken("a frame with reserved bits set") }
             let opcode = first & 0x0f, final = first & 0x80 != 0
-            lastProof = now
-            nextPing = now + Self.nanoseconds(Self.pingAfter)
-            pingSentAt = nil
             if opcode >= 8 {
                 guard final, length <= 125 else { return broken("a control frame fragmented or over 125 bytes") }
                 guard available >= headSize + length else { return }
@@ -679,16 +768,14 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
                 return broken("a frame of unknown kind \(opcode)")
             }
             at += headSize
-            if var whole = message {
-                let limit = whole.kind == .text ? maxText : maxBinary
-                if !whole.dropping && whole.bytes + length > limit {
-                    whole.dropping = true
-                    whole.data = []
-                }
-                whole.bytes += length
-                if !whole.dropping { whole.data.reserveCapacity(whole.bytes) }
-                message = whole
+            // In place: a copy of the message for each of many small fragments would cost their square.
+            let limit = message?.kind == .text ? maxText : maxBinary
+            if message?.dropping == false && (message?.bytes ?? 0) + length > limit {
+                message?.dropping = true
+                message?.data = []
             }
+            if opcode != 0 && message?.dropping == false { message?.data.reserveCapacity(length) }
+            message?.bytes += length
             payloadLeft = length
             payloadFinal = final
             if length == 0 && final { delivered() }
@@ -702,29 +789,43 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         // After our close nothing more is taken: the peer's close is all that is waited for.
         guard phase == .open else { return }
         if whole.dropping {
-            continuation.yield(.oversized(whole.kind, bytes: whole.bytes))
+            emit(.oversized(whole.kind, bytes: whole.bytes))
         } else if whole.kind == .text {
-            continuation.yield(.text(String(decoding: whole.data, as: UTF8.self)))
+            guard let text = String(validating: whole.data, as: UTF8.self) else { return broken("text that is not UTF-8", code: 1007) }
+            emit(.text(text))
         } else {
-            continuation.yield(.binary(Data(whole.data)))
+            emit(.binary(Data(whole.data)))
         }
     }
 
     private func control(_ opcode: UInt8, _ payload: [UInt8], _ now: UInt64) {
         switch opcode {
         case 0x9:
-            if phase == .open { queueControl(.pong, payload) }
+            if phase == .open { pongDue = payload }
         case 0xA:
-            continuation.yield(.pong)
+            // Only the answer to a ping of ours is news; a pong nobody asked for is dropped.
+            if awaitingPong {
+                awaitingPong = false
+                emit(.pong)
+            }
         case 0x8:
             guard payload.count != 1 else { return broken("a close frame of one byte") }
             let code = payload.count >= 2 ? Int(payload[0]) << 8 | Int(payload[1]) : 1005
-            let reason = String(decoding: payload.dropFirst(2), as: UTF8.self)
+            // 1005 only as "no code"; 1004, 1006 and 1015 never go on the wire (RFC 6455, 7.4).
+            guard payload.isEmpty || (1000...1003).contains(code) || (1007...1014).contains(code) || (3000...4999).contains(code) else {
+                return broken("the close code \(code)")
+            }
+            guard let text = String(validating: payload.dropFirst(2), as: UTF8.self) else {
+                return broken("a close reason that is not UTF-8", code: 1007)
+            }
+            // The reason goes into the journal: no control characters of the peer's in it.
+            let reason = String(String.UnicodeScalarView(text.unicodeScalars.filter { $0.properties.generalCategory != .control }))
             if phase == .closing {
                 finish(.closed(code: 1000, reason: "closed by this side"))
                 return
             }
             // Answered with the same code (none for none), then the peer hangs up.
+            peerClose = (code, reason)
             queueControl(.close, Array(payload.prefix(2)))
             flush()
             finish(.closed(code: code, reason: reason))
@@ -733,14 +834,14 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         }
     }
 
-    /// The peer broke the protocol: closed with 1002, and no more is read.
-    private func broken(_ what: String) {
+    /// The peer broke the protocol: closed with `code` (1002, or 1007 for text that is not UTF-8), and no more is read.
+    private func broken(_ what: String, code: Int = 1002) {
         let why = "the server sent \(what)"
         if phase == .open {
-            queueControl(.close, [0x03, 0xEA])
+            queueControl(.close, [UInt8(code >> 8), UInt8(code & 0xff)])
             flush()
         }
-        finish(.closed(code: 1002, reason: why))
+        finish(.closed(code: code, reason: why))
     }
 
     /// What other threads queued goes after what is already in `out`; our close after all of it.
@@ -753,7 +854,10 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             return (state.outgoing, state.wantPing, state.wantClose)
         }
         out.append(contentsOf: frames)
-        if ping { queueControl(.ping, []) }
+        if ping {
+            queueControl(.ping, [])
+            awaitingPong = true
+        }
         if close {
             queueControl(.close, [0x03, 0xE8])
             phase = .closing
@@ -768,12 +872,13 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         pingSentAt.map { max(lastProof + Self.nanoseconds(Self.deadAfter), $0 + Self.nanoseconds(Self.deadAfter - Self.pingAfter)) }
     }
 
-    /// Pings a quiet peer; drops one silent for `deadAfter`.
+    /// Pings a quiet peer; drops one silent for `deadAfter` (but not while it is this side that is behind).
     private func keepAlive(_ now: UInt64) {
-        if let deadAt, now >= deadAt {
+        if let deadAt, now >= deadAt, !untaken.full {
             finish(.dead(reason: "no pong for \(Self.deadAfter.components.seconds) s"))
         } else if now >= nextPing {
             queueControl(.ping, [])
+            awaitingPong = true
             nextPing = now + Self.nanoseconds(Self.pingAfter)
             if pingSentAt == nil { pingSentAt = now }
         }
@@ -785,6 +890,11 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         shared.withLock { $0.unwritten += frame.count }
     }
 
+    private func emit(_ event: WebSocketEvent) {
+        untaken.yielded()
+        continuation.yield(event)
+    }
+
     /// The last event: yields it once, ends the stream, and lets go of the socket.
     private func finish(_ event: WebSocketEvent) {
         guard phase != .finished else { return }
@@ -792,7 +902,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         if case .closed(let code, _) = event, code != 1002, code != 1006 { clean = true } else { clean = false }
         phase = .finished
         if let ssl {
-            if clean && tlsStarted { _ = SSL_shutdown(ssl) }
+            if clean && tlsStarted && !tlsFatal { _ = SSL_shutdown(ssl) }
             SSL_free(ssl)
             self.ssl = nil
         }
@@ -807,6 +917,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         out = []
         outHead = 0
         outAt = 0
+        pongDue = nil
         input = []
         message = nil
         shared.withLock {
@@ -814,7 +925,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             $0.outgoing = []
             $0.unwritten = 0
         }
-        continuation.yield(event)
+        emit(event)
         continuation.finish()
     }
 
@@ -884,4 +995,55 @@ private struct Target {
         let path = parts.percentEncodedPath.isEmpty ? "/" : parts.percentEncodedPath
         pathAndQuery = parts.percentEncodedQuery.map { "\(path)?\($0)" } ?? path
     }
+}
+
+/// A connection's events; each one taken is counted (UntakenEvents), so the connection reads
+/// no further while the consumer is `maxUntaken` behind.
+public struct WebSocketEvents: AsyncSequence, Sendable {
+    public typealias Element = WebSocketEvent
+    fileprivate let stream: AsyncStream<WebSocketEvent>
+    fileprivate let taken: @Sendable () -> Void
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        fileprivate var base: AsyncStream<WebSocketEvent>.Iterator
+        fileprivate let taken: @Sendable () -> Void
+
+        public mutating func next() async -> WebSocketEvent? {
+            let event = await base.next()
+            if event != nil { taken() }
+            return event
+        }
+
+        public mutating func next(isolation actor: isolated (any Actor)?) async -> WebSocketEvent? {
+            let event = await base.next(isolation: actor)
+            if event != nil { taken() }
+            return event
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: stream.makeAsyncIterator(), taken: taken) }
+}
+
+/// How many of a connection's events are yielded and not yet taken.
+private final class UntakenEvents: Sendable {
+    private let count = Mutex(0)
+    private let limit: Int
+    private let engine: AudioEngine
+
+    init(limit: Int, engine: AudioEngine) {
+        self.limit = limit
+        self.engine = engine
+    }
+
+    func yielded() { count.withLock { $0 += 1 } }
+
+    /// One taken: the audio thread is woken to read again when that brings the count under the limit.
+    func taken() {
+        if count.withLock({ count in
+            count -= 1
+            return count == limit - 1
+        }) { engine.wakeUp() }
+    }
+
+    var full: Bool { count.withLock { $0 >= limit } }
 }
