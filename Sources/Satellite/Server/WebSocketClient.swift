@@ -31,7 +31,8 @@ public enum WebSocketEvent: Sendable, Equatable {
     case open
     case text(String)
     case binary(Data)
-    /// A pong came back, for our ping or the keepalive ping.
+    /// A pong came back for a `ping()`. The keepalive pings' pongs are not events: nobody
+    /// waits on them, and each would wake the conversation's task for nothing.
     case pong
     /// A message over the bound arrived and was dropped as it came, never held whole.
     /// Reported when its last byte has arrived; `bytes` is its whole size.
@@ -167,7 +168,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     private var nextPing: UInt64 = 0
     /// When the first ping since the peer last sent anything went; nil while none is unanswered.
     private var pingSentAt: UInt64?
-    /// A ping of ours is unanswered: its pong is an event (a pong nobody asked for is not).
+    /// A `ping()` is unanswered: its pong is an event (a keepalive's, or one nobody asked for, is not).
     private var awaitingPong = false
     /// The peer's ping waiting to be answered: one at most, the latest (RFC 6455, 5.5.3).
     private var pongDue: [UInt8]?
@@ -225,7 +226,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         enqueue(data.withUnsafeBytes { WebSocketFrame.masked(.binary, $0, key: Self.maskKey()) }, bounded: true)
     }
 
-    /// Sends a ping now; `.pong` follows if the peer is alive. Pings also go by themselves.
+    /// Sends a ping now; `.pong` follows if the peer is alive. Keepalive pings also go by themselves, unreported.
     public func ping() {
         change { $0.wantPing = true }
     }
@@ -803,7 +804,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         case 0x9:
             if phase == .open { pongDue = payload }
         case 0xA:
-            // Only the answer to a ping of ours is news; a pong nobody asked for is dropped.
+            // Only the answer to a `ping()` is news.
             if awaitingPong {
                 awaitingPong = false
                 emit(.pong)
@@ -878,7 +879,6 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             finish(.dead(reason: "no pong for \(Self.deadAfter.components.seconds) s"))
         } else if now >= nextPing {
             queueControl(.ping, [])
-            awaitingPong = true
             nextPing = now + Self.nanoseconds(Self.pingAfter)
             if pingSentAt == nil { pingSentAt = now }
         }
