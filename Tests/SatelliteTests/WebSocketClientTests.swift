@@ -274,6 +274,28 @@ struct WebSocketClientTests {
         #expect(await events.next() == .closed(code: 1000, reason: ""))
     }
 
+    @Test("a server faster than the consumer is read no further than 64 events ahead, and nothing is lost")
+    func backPressure() async throws {
+        let peer = try await RawPeer.start(mode: "burst")
+        defer { peer.stop() }
+        let client = WebSocketClient.connect(url: "ws://127.0.0.1:\(peer.port)/", headers: [:], maxMessage: 16 << 10)
+        var events = Events(client)
+        #expect(await events.next() == .open)
+        // The consumer falls behind on purpose: this pause is what is tested, not a wait for something.
+        try await Task.sleep(for: .seconds(1))
+        var binaries = 0
+        while case .binary(let data)? = await events.next() {
+            #expect(data.isEmpty)
+            binaries += 1
+            if binaries == 40000 { break }
+        }
+        #expect(binaries == 40000)
+        #expect(await events.next() == .text("last"))
+        #expect(await events.next() == .closed(code: 1000, reason: ""))
+        // Without the bound one 64 KiB read alone would have held 32,768.
+        #expect(client.untakenPeak <= WebSocketClient.maxUntaken + 1, "\(client.untakenPeak) events untaken at once")
+    }
+
     @Test("what no server may send closes the connection: a close code reserved for this side, text that is not UTF-8; an unasked-for extension fails the handshake",
           arguments: [
               ("badclose", WebSocketEvent.closed(code: 1002, reason: "the server sent the close code 1006")),
@@ -450,6 +472,12 @@ async def serve(reader, writer):
                  + b"Sec-WebSocket-Accept: " + accept + b"\r\n\r\n")
     if sys.argv[1] in ("badclose", "badtext"):
         writer.write(frame(8, struct.pack("!H", 1006)) if sys.argv[1] == "badclose" else frame(1, b"\xff\xfe"))
+        await writer.drain()
+        await reader.read(1 << 16)
+        writer.close()
+        return
+    if sys.argv[1] == "burst":
+        writer.write(frame(2, b"") * 40000 + frame(1, b"last") + frame(8, struct.pack("!H", 1000)))
         await writer.drain()
         await reader.read(1 << 16)
         writer.close()

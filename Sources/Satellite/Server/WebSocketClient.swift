@@ -64,7 +64,8 @@ public enum WebSocketMessageKind: String, Sendable {
 /// called from any thread: they queue under `shared`'s lock and wake the audio thread,
 /// unless they are called on it (the microphone's sink), which then writes in the same wake-up.
 public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
-    /// What happens on the connection. Ends after the last event; stopping iteration closes the connection.
+    /// What happens on the connection. Ends after the last event. Call `close()` when done with it:
+    /// a consumer that only stops iterating leaves the connection up, and unread (`maxUntaken`).
     public let events: WebSocketEvents
 
     /// How long a connection may go without a sign of the peer before it counts as dead: 10 s (a test may set it smaller, TestBounds).
@@ -144,8 +145,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     private var tlsWantsWrite = false
     /// SSL_write waits for the peer's bytes (a renegotiation): POLLIN, not POLLOUT, then.
     private var tlsWriteWantsRead = false
-    /// Whether SSL_connect was called and nothing fatal came since: only then may SSL_shutdown be.
-    private var tlsStarted = false
+    /// A fatal TLS error came: no SSL_shutdown then.
     private var tlsFatal = false
     /// When the address being connected to is given up for the next.
     private var addressBy: UInt64 = 0
@@ -162,6 +162,13 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     private var scratch = [UInt8](repeating: 0, count: 65536)
     /// More may be waiting to be read: serviced again at once rather than after a poll.
     private var readMore = false
+    /// Reading stopped because the consumer was behind: read (and parse what is in `input`) as
+    /// soon as it catches up, whatever poll says, before the peer's silence is judged.
+    private var readsPaused = false
+    /// Whether the upgrade was accepted: only then is a TLS close notify sent.
+    private var opened = false
+    /// `out[outHead]` is a pong not yet wholly written: there is never more than one.
+    private var pongQueued = false
     private var openBy: UInt64 = 0
     private var closeBy: UInt64 = 0
     private var lastProof: UInt64 = 0
@@ -382,10 +389,13 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         case .connecting: return pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
         case .securing: return pollfd(fd: fd, events: Int16(tlsWantsWrite ? POLLOUT : POLLIN), revents: 0)
         case .upgrading, .open, .closing:
-            // Not read while the consumer is behind (it wakes the thread as it catches up).
-            let reads = !untaken.full || tlsWriteWantsRead
             let writes = (outHead < out.count || pongDue != nil) && !tlsWriteWantsRead || tlsWantsWrite
-            return pollfd(fd: fd, events: (reads ? Int16(POLLIN) : 0) | (writes ? Int16(POLLOUT) : 0), revents: 0)
+            // Not read while the consumer is behind (it wakes the thread as it catches up); nor polled
+            // at all then unless something is to be written, or a hang-up would be reported at once, again and again.
+            if untaken.full && !tlsWriteWantsRead {
+                return writes ? pollfd(fd: fd, events: Int16(POLLOUT), revents: 0) : nil
+            }
+            return pollfd(fd: fd, events: Int16(POLLIN) | (writes ? Int16(POLLOUT) : 0), revents: 0)
         case .waiting, .finished: return nil
         }
     }
@@ -395,8 +405,10 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         case .waiting, .finished: return 0
         case .connecting: return min(openBy, addressBy)
         case .securing, .upgrading: return openBy
-        case .open: return readMore ? 0 : min(nextPing, deadAt ?? .max)
-        case .closing: return readMore ? 0 : closeBy
+        case .open:
+            if untaken.full { return nextPing }
+            return readMore ? 0 : min(nextPing, deadAt ?? .max)
+        case .closing: return readMore && !untaken.full ? 0 : closeBy
         }
     }
 
@@ -419,7 +431,13 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         }
         if phase == .securing && socketEvents != 0 { secure() }
         // Read only when poll said so (or a read left more): a period's wake-up costs no recv.
-        if (phase == .upgrading || phase == .open || phase == .closing) && (socketEvents != 0 || readMore) { receive(now) }
+        if (phase == .open || phase == .closing) && readsPaused && !untaken.full {
+            readsPaused = false
+            frames(now)
+            if phase == .open || phase == .closing { receive(now) }
+        } else if (phase == .upgrading || phase == .open || phase == .closing) && (socketEvents != 0 || readMore) {
+            receive(now)
+        }
         if phase == .open { takeQueued(now) }
         if phase == .open { keepAlive(now) }
         if phase == .closing && now >= closeBy { finish(.closed(code: 1000, reason: "closed by this side")) }
@@ -509,7 +527,6 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
 
     private func secure() {
         guard let ssl else { return }
-        tlsStarted = true
         ERR_clear_error()
         tlsWantsWrite = false
         let result = SSL_connect(ssl)
@@ -548,7 +565,10 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         var total = 0
         while phase == .upgrading || phase == .open || phase == .closing {
             // The consumer is behind: read on once it catches up (it wakes the thread).
-            if untaken.full { return }
+            if untaken.full {
+                readsPaused = true
+                return
+            }
             guard total < Self.maxReadPerWake else {
                 readMore = true
                 return
@@ -629,9 +649,13 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         var written = 0
         while true {
             // The peer's ping is answered once all before it went: a flood of pings costs one pong.
-            if outHead == out.count, let payload = pongDue {
+            // Answered before the next frame (after the one being written), and only one pong at a time.
+            if outAt == 0, !pongQueued, let payload = pongDue {
                 pongDue = nil
-                queueControl(.pong, payload)
+                let frame = payload.withUnsafeBytes { WebSocketFrame.masked(.pong, $0, key: Self.maskKey()) }
+                out.insert(frame, at: outHead)
+                shared.withLock { $0.unwritten += frame.count }
+                pongQueued = true
             }
             guard outHead < out.count else { break }
             let result = out[outHead].withUnsafeBytes { write(UnsafeRawBufferPointer(rebasing: $0[outAt...])) }
@@ -644,6 +668,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             if outAt == out[outHead].count {
                 outHead += 1
                 outAt = 0
+                pongQueued = false
             }
         }
         if outHead == out.count {
@@ -704,6 +729,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
                 return
             }
             phase = .open
+            opened = true
             lastProof = now
             nextPing = now + Self.nanoseconds(Self.pingAfter)
             emit(.open)
@@ -722,6 +748,11 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         var at = 0
         defer { if at > 0 { input.removeFirst(min(at, input.count)) } }
         while phase == .open || phase == .closing {
+            // The consumer is behind: the rest waits in `input` (one read could hold 32,768 empty frames).
+            if untaken.full {
+                readsPaused = true
+                return
+            }
             if payloadLeft > 0 {
                 let take = min(payloadLeft, input.count - at)
                 guard take > 0 else { return }
@@ -819,8 +850,8 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             guard let text = String(validating: payload.dropFirst(2), as: UTF8.self) else {
                 return broken("a close reason that is not UTF-8", code: 1007)
             }
-            // The reason goes into the journal: no control characters of the peer's in it.
-            let reason = String(String.UnicodeScalarView(text.unicodeScalars.filter { $0.properties.generalCategory != .control }))
+            // The reason goes into the journal: none of the peer's control, format (bidi) or line-breaking characters.
+            let reason = String(String.UnicodeScalarView(text.unicodeScalars.filter { ![.control, .format, .lineSeparator, .paragraphSeparator].contains($0.properties.generalCategory) }))
             if phase == .closing {
                 finish(.closed(code: 1000, reason: "closed by this side"))
                 return
@@ -890,6 +921,9 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         shared.withLock { $0.unwritten += frame.count }
     }
 
+    /// The most events there ever were yielded and not yet taken.
+    var untakenPeak: Int { untaken.peak }
+
     private func emit(_ event: WebSocketEvent) {
         untaken.yielded()
         continuation.yield(event)
@@ -902,7 +936,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         if case .closed(let code, _) = event, code != 1002, code != 1006 { clean = true } else { clean = false }
         phase = .finished
         if let ssl {
-            if clean && tlsStarted && !tlsFatal { _ = SSL_shutdown(ssl) }
+            if clean && opened && !tlsFatal { _ = SSL_shutdown(ssl) }
             SSL_free(ssl)
             self.ssl = nil
         }
@@ -918,6 +952,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         outHead = 0
         outAt = 0
         pongDue = nil
+        pongQueued = false
         input = []
         message = nil
         shared.withLock {
@@ -1026,7 +1061,8 @@ public struct WebSocketEvents: AsyncSequence, Sendable {
 
 /// How many of a connection's events are yielded and not yet taken.
 private final class UntakenEvents: Sendable {
-    private let count = Mutex(0)
+    /// Yielded and not yet taken, and the most there ever were (what a test checks the bound by).
+    private let count = Mutex((now: 0, peak: 0))
     private let limit: Int
     private let engine: AudioEngine
 
@@ -1035,15 +1071,21 @@ private final class UntakenEvents: Sendable {
         self.engine = engine
     }
 
-    func yielded() { count.withLock { $0 += 1 } }
+    func yielded() {
+        count.withLock {
+            $0.now += 1
+            $0.peak = max($0.peak, $0.now)
+        }
+    }
 
     /// One taken: the audio thread is woken to read again when that brings the count under the limit.
     func taken() {
         if count.withLock({ count in
-            count -= 1
-            return count == limit - 1
+            count.now -= 1
+            return count.now == limit - 1
         }) { engine.wakeUp() }
     }
 
-    var full: Bool { count.withLock { $0 >= limit } }
+    var full: Bool { count.withLock { $0.now >= limit } }
+    var peak: Int { count.withLock { $0.peak } }
 }
