@@ -113,18 +113,11 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     /// What `prepare` found on the look-up thread; the audio thread's from `attach` on.
     private struct Plan {
         var target: Target
-        var addresses: [Address]
+        var addresses: [NameLookup.Address]
         /// wss only: the context, with the CA store loaded (unless a key is pinned).
         var tls: OpaquePointer?
         /// Whether the host is an address (no SNI then).
         var hostIsAddress: Bool
-    }
-
-    private struct Address {
-        var storage = sockaddr_storage()
-        var length: socklen_t = 0
-        var family: Int32 = 0
-        var text = ""
     }
 
     private enum Phase { case waiting, connecting, securing, upgrading, open, closing, finished }
@@ -304,43 +297,16 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             request += "\r\n"
             out = [Array(request.utf8)]
             acceptKey = try Self.accept(key)
-            let found = pinned.isEmpty ? Self.resolve(target.name, port: target.port, numeric: false)
-                : pinned.flatMap { Self.resolve($0, port: target.port, numeric: true) }
+            let found = pinned.isEmpty ? NameLookup.resolve(target.name, port: target.port, numeric: false)
+                : pinned.flatMap { NameLookup.resolve($0, port: target.port, numeric: true) }
             guard !found.isEmpty else {
                 throw WebSocketError(function: "connect", detail: "\(target.name) does not resolve to an address")
             }
             return Plan(target: target, addresses: found, tls: target.secure ? try Self.tlsContext(verifying: pinnedKey == nil) : nil,
-                        hostIsAddress: !Self.resolve(target.name, port: target.port, numeric: true).isEmpty)
+                        hostIsAddress: !NameLookup.resolve(target.name, port: target.port, numeric: true).isEmpty)
         }
         shared.withLock { $0.unwritten += out.first?.count ?? 0 }
         engine.attach(socket: self)
-    }
-
-    /// The addresses `host` stands for, each with `port`; with `numeric`, only if it is an address already.
-    private static func resolve(_ host: String, port: Int, numeric: Bool) -> [Address] {
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_flags = AI_NUMERICSERV | (numeric ? AI_NUMERICHOST : 0)
-        var list: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, String(port), &hints, &list) == 0 else { return [] }
-        defer { freeaddrinfo(list) }
-        var found: [Address] = []
-        var entry = list
-        while let item = entry {
-            var address = Address()
-            address.family = item.pointee.ai_family
-            address.length = item.pointee.ai_addrlen
-            withUnsafeMutableBytes(of: &address.storage) { storage in
-                storage.copyMemory(from: UnsafeRawBufferPointer(start: item.pointee.ai_addr, count: Int(item.pointee.ai_addrlen)))
-            }
-            var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-            if getnameinfo(item.pointee.ai_addr, item.pointee.ai_addrlen, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST) == 0 {
-                address.text = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            }
-            found.append(address)
-            entry = item.pointee.ai_next
-        }
-        return found
     }
 
     /// A TLS client context: TLS 1.2 or later; with `verifying`, the system's CA store loaded
@@ -596,25 +562,11 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             ERR_clear_error()
             tlsWantsWrite = false
             let count = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
-            if count > 0 { return .bytes(Int(count)) }
-            switch SSL_get_error(ssl, count) {
-            case SSL_ERROR_WANT_READ: return .wait
-            case SSL_ERROR_WANT_WRITE:
-                tlsWantsWrite = true
-                return .wait
-            case SSL_ERROR_ZERO_RETURN: return .end(nil)
-            case SSL_ERROR_SYSCALL:
-                tlsFatal = true
-                return .end(errno != 0 ? Self.describe(errno) : nil)
-            default:
-                tlsFatal = true
-                return .end(Self.tlsError())
-            }
+            return count > 0 ? .bytes(Int(count)) : tlsOutcome(ssl, count, writing: false)
         }
         let count = recv(fd, buffer.baseAddress, buffer.count, 0)
         if count > 0 { return .bytes(count) }
-        if count == 0 { return .end(nil) }
-        return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? .wait : .end(Self.describe(errno))
+        return count == 0 ? .end(nil) : Self.socketFailure()
     }
 
     private func write(_ buffer: UnsafeRawBufferPointer) -> IO {
@@ -623,25 +575,34 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             tlsWantsWrite = false
             tlsWriteWantsRead = false
             let count = SSL_write(ssl, buffer.baseAddress, Int32(min(buffer.count, Int(Int32.max))))
-            if count > 0 { return .bytes(Int(count)) }
-            switch SSL_get_error(ssl, count) {
-            case SSL_ERROR_WANT_READ:
-                tlsWriteWantsRead = true
-                return .wait
-            case SSL_ERROR_WANT_WRITE:
-                tlsWantsWrite = true
-                return .wait
-            case SSL_ERROR_SYSCALL:
-                tlsFatal = true
-                return .end(errno != 0 ? Self.describe(errno) : nil)
-            default:
-                tlsFatal = true
-                return .end(Self.tlsError())
-            }
+            return count > 0 ? .bytes(Int(count)) : tlsOutcome(ssl, count, writing: true)
         }
         let count = send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL))
-        if count >= 0 { return .bytes(count) }
-        return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? .wait : .end(Self.describe(errno))
+        return count >= 0 ? .bytes(count) : Self.socketFailure()
+    }
+
+    /// What an SSL_read or SSL_write that returned `result` (0 or less) means.
+    private func tlsOutcome(_ ssl: OpaquePointer, _ result: Int32, writing: Bool) -> IO {
+        switch SSL_get_error(ssl, result) {
+        case SSL_ERROR_WANT_READ:
+            if writing { tlsWriteWantsRead = true }
+            return .wait
+        case SSL_ERROR_WANT_WRITE:
+            tlsWantsWrite = true
+            return .wait
+        case SSL_ERROR_ZERO_RETURN: return .end(nil)
+        case SSL_ERROR_SYSCALL:
+            tlsFatal = true
+            return .end(errno != 0 ? Self.describe(errno) : nil)
+        default:
+            tlsFatal = true
+            return .end(Self.tlsError())
+        }
+    }
+
+    /// What a recv or send that failed means, by errno.
+    private static func socketFailure() -> IO {
+        errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? .wait : .end(describe(errno))
     }
 
     /// Writes what is queued, as far as the socket takes it.

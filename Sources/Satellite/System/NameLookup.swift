@@ -2,7 +2,8 @@
 // DNS, mDNS with libnss-mdns), at pinning, and before a request to a host
 // nobody pinned (HTTPClient hands curl the answer, so curl starts no resolver
 // thread of its own): after pinning the server is reached at the addresses
-// recorded then (PinMoves). getaddrinfo blocks, so it runs on BlockingThread.lookups.
+// recorded then (PinMoves); and before the /listen socket connects
+// (WebSocketClient). getaddrinfo blocks, so it runs on BlockingThread.lookups.
 import Glibc
 
 enum NameLookup {
@@ -12,19 +13,44 @@ enum NameLookup {
     }
 
     private static func lookup(_ host: String) -> [String] {
+        var found: [String] = []
+        for address in resolve(host, port: 0, numeric: false) where !address.text.isEmpty && !found.contains(address.text) {
+            found.append(address.text)
+        }
+        return found
+    }
+
+    /// An address to connect to, and its numeric text.
+    struct Address {
+        var storage = sockaddr_storage()
+        var length: socklen_t = 0
+        var family: Int32 = 0
+        var text = ""
+    }
+
+    /// The addresses `host` stands for, in the resolver's order, each with `port`; with `numeric`,
+    /// only if `host` is an address already (no look-up at all then). Blocks: on BlockingThread.lookups.
+    static func resolve(_ host: String, port: Int, numeric: Bool) -> [Address] {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_NUMERICSERV | (numeric ? AI_NUMERICHOST : 0)
         var list: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, nil, &hints, &list) == 0 else { return [] }
+        guard getaddrinfo(host, String(port), &hints, &list) == 0 else { return [] }
         defer { freeaddrinfo(list) }
-        var found: [String] = []
+        var found: [Address] = []
         var entry = list
         while let item = entry {
+            var address = Address()
+            address.family = item.pointee.ai_family
+            address.length = item.pointee.ai_addrlen
+            withUnsafeMutableBytes(of: &address.storage) { storage in
+                storage.copyMemory(from: UnsafeRawBufferPointer(start: item.pointee.ai_addr, count: Int(item.pointee.ai_addrlen)))
+            }
             var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
             if getnameinfo(item.pointee.ai_addr, item.pointee.ai_addrlen, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST) == 0 {
-                let address = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-                if !found.contains(address) { found.append(address) }
+                address.text = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             }
+            found.append(address)
             entry = item.pointee.ai_next
         }
         return found
