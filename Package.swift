@@ -55,6 +55,8 @@ let package = Package(
         // The variables tests set at run time, put in the environment before any thread starts.
         .target(name: "TestEnvironment", path: "Tests/TestEnvironment"),
         .testTarget(name: "SatelliteCoreTests", dependencies: ["ControlCore", "SatelliteCore", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "SatelliteTests", dependencies: ["Satellite", "SatelliteCore", "TestSupport", "TestEnvironment"], swiftSettings: strict),
+        .testTarget(name: "SatelliteTests", dependencies: ["Satellite", "SatelliteCore", "TestSupport", "TestEnvironment", "CTestProcess"], swiftSettings: strict),
+        // pidfd_open for the tests, which await a grandchild's end (Tests/CTestProcess/include/test_process.h).
+        .target(name: "CTestProcess", path: "Tests/CTestProcess"),
     ]
 )

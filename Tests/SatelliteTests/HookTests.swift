@@ -2,6 +2,7 @@
 // state change. The scripts report through a FIFO the test reads (LineFIFO), so
 // the test awaits each run instead of sleeping; what they saw of the
 // environment and stdin they leave in files.
+import CTestProcess
 import Foundation
 import TestSupport
 import Testing
@@ -38,14 +39,22 @@ struct HookTests {
     }
 
     /// Whether a process is alive (a zombie counts as gone: it has ended and only waits to be reaped).
-    /// True once `pid` has ended, checked every 10 ms until `limit` (no event tells of a grandchild's end).
+    /// True once `pid` has ended (a zombie counts), false if it has not within `limit`: its pidfd
+    /// becomes readable when it ends, a grandchild of this process as much as a child. The wait is
+    /// on a thread of its own, never one of the pool's.
     static func gone(_ pid: Int32, within limit: Duration) async -> Bool {
-        let deadline = ContinuousClock.now + limit
-        while alive(pid) {
-            guard ContinuousClock.now < deadline else { return false }
-            try? await Task.sleep(for: .milliseconds(10))
+        let pidfd = test_pidfd_open(pid)
+        guard pidfd >= 0 else { return errno == ESRCH }
+        let ms = Int32(limit.components.seconds * 1000 + limit.components.attoseconds / 1_000_000_000_000_000)
+        return await withCheckedContinuation { done in
+            Thread {
+                var entry = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
+                var result: Int32
+                repeat { result = poll(&entry, 1, ms) } while result < 0 && errno == EINTR
+                close(pidfd)
+                done.resume(returning: result == 1)
+            }.start()
         }
-        return true
     }
 
     static func alive(_ pid: Int32) -> Bool {
