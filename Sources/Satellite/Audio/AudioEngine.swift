@@ -153,6 +153,12 @@ public final class AudioEngine: @unchecked Sendable {
             fds.append(pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0))
             var timeout: Int32 = -1
             let before = MonotonicClock.nanoseconds()
+            /// The poll wakes by `deadline` (CLOCK_MONOTONIC ns) at the latest, rounded up to a millisecond.
+            func wake(by deadline: UInt64?) {
+                guard let deadline else { return }
+                let ms = deadline > before ? Int32(min((deadline - before + 999_999) / 1_000_000, 60_000)) : 0
+                timeout = timeout < 0 ? ms : min(timeout, ms)
+            }
             for side in sides {
                 let count = side.polls ? max(0, Int(snd_pcm_poll_descriptors_count(side.handle))) : 0
                 if count > 0 {
@@ -166,19 +172,13 @@ public final class AudioEngine: @unchecked Sendable {
                 } else {
                     counts.append(0)
                 }
-                if let deadline = side.deadline {
-                    let ms = deadline > before ? Int32(min((deadline - before + 999_999) / 1_000_000, 60_000)) : 0
-                    timeout = timeout < 0 ? ms : min(timeout, ms)
-                }
+                wake(by: side.deadline)
             }
             let socketsAt = fds.count
             for socket in sockets {
                 // Always one entry a socket, so its revents are found by position; -1 is not polled.
                 fds.append(socket.pollRequest ?? pollfd(fd: -1, events: 0, revents: 0))
-                if let deadline = socket.socketDeadline {
-                    let ms = deadline > before ? Int32(min((deadline - before + 999_999) / 1_000_000, 60_000)) : 0
-                    timeout = timeout < 0 ? ms : min(timeout, ms)
-                }
+                wake(by: socket.socketDeadline)
             }
             _ = poll(&fds, nfds_t(fds.count), timeout)
             if fds[0].revents != 0 {

@@ -60,7 +60,7 @@ public final class ControlServer: Sendable {
         }
         var template = Array(SatellitePaths.joined(folder.isEmpty ? "." : folder, ".cXXXXXX").utf8CString)
         guard mkdtemp(&template) != nil else { throw failure("cannot make a private folder beside it: " + reason()) }
-        let privateFolder = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let privateFolder = String(cBuffer: template)
         let staged = SatellitePaths.joined(privateFolder, "s")
         defer {
             unlink(staged)

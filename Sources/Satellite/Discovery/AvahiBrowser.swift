@@ -220,7 +220,7 @@ public final class AvahiBrowser: @unchecked Sendable {
     private static func interfaceName(_ index: Int32) -> String {
         var buffer = [CChar](repeating: 0, count: Int(IF_NAMESIZE) + 1)
         guard index > 0, if_indextoname(UInt32(index), &buffer) != nil else { return String(index) }
-        return string(buffer)
+        return String(cBuffer: buffer)
     }
 
     /// The address as text; a link-local IPv6 one gets its interface as zone,
@@ -228,7 +228,7 @@ public final class AvahiBrowser: @unchecked Sendable {
     private static func text(_ address: UnsafePointer<AvahiAddress>, interface: String) -> String {
         var buffer = [CChar](repeating: 0, count: Int(AVAHI_ADDRESS_STR_MAX))
         avahi_address_snprint(&buffer, buffer.count, address)
-        let text = string(buffer)
+        let text = String(cBuffer: buffer)
         return DiscoveredServer.isLinkLocalIPv6(text) ? "\(text)%\(interface)" : text
     }
 
@@ -248,11 +248,6 @@ public final class AvahiBrowser: @unchecked Sendable {
 
 private func milliseconds(_ duration: Duration) -> UInt32 {
     UInt32(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)
-}
-
-/// The text before the first NUL of a buffer C wrote into.
-private func string(_ buffer: [CChar]) -> String {
-    String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }
 
 private func string(_ pointer: UnsafePointer<CChar>?) -> String {

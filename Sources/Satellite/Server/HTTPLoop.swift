@@ -4,8 +4,8 @@
 // a thread of its own and a new connection; now a request starts no thread, and
 // a connection to a server is kept for the next request to it (curl's cache,
 // 118 s at most). Chosen over libwebsockets' own HTTP client (linked then, for
-// the /listen socket, which has a client of its own since) by what each costs: the wake-ups are the same (one thread asleep in
-// poll, woken by its transfers alone: on a CPU 0 times in 10 s of streaming),
+// the /listen socket, which has a client of its own since) by what each costs:
+// the wake-ups are the same (one thread asleep in poll, woken by its transfers alone: on a CPU 0 times in 10 s of streaming),
 // and lws would save memory, about 6 MiB resident (libcurl's own libraries
 // 4.25 MiB, and the 1.7 MiB of libcrypto its curl_global_init sets up
 // whatever the flags; BENCHMARKS.md, "HTTP on one loop"); but lws has no

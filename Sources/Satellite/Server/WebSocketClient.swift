@@ -285,8 +285,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
                 let name = name.hasSuffix(":") ? String(name.dropLast()) : name
                 // Bytes, not Characters: "\r\n" is one Character, equal to neither "\r" nor "\n".
                 // Never the value in the error: it is the token.
-                let tokenBytes = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
-                guard !name.isEmpty, name.utf8.allSatisfy(tokenBytes.contains) else {
+                guard !name.isEmpty, name.utf8.allSatisfy(Self.tokenBytes.contains) else {
                     throw WebSocketError(function: "headers", detail: "a header's name is not a token")
                 }
                 guard !value.utf8.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7f }) else {
@@ -331,6 +330,9 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         copenssl_refuse_renegotiation(context)
         return context
     }
+
+    /// The bytes a header's name may hold (RFC 9110's token).
+    private static let tokenBytes = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
 
     /// The Sec-WebSocket-Accept a server must answer `key` with (RFC 6455, 4.2.2).
     private static func accept(_ key: String) throws(WebSocketError) -> String {
@@ -384,16 +386,13 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             if shared.withLock({ $0.wantClose }) {
                 finish(.closed(code: nil, reason: "closed by this side before it opened"))
             } else if now >= openBy {
-                finish(.failed(reason: WebSocketError(function: "connect", detail: "no answer within \(Self.openWithin.components.seconds) s").description))
+                fail("connect", "no answer within \(Self.openWithin.components.seconds) s")
             }
         }
         if phase == .connecting && socketEvents != 0 {
             connected(now)
         } else if phase == .connecting && now >= addressBy {
-            lastFailure = "\(currentAddress): no answer within \(Self.addressWithin.components.seconds) s"
-            Glibc.close(fd)
-            fd = -1
-            nextAddress(now)
+            nextAddress(now, after: "no answer within \(Self.addressWithin.components.seconds) s")
         }
         if phase == .securing && socketEvents != 0 { secure() }
         // Read only when poll said so (or a read left more): a period's wake-up costs no recv.
@@ -401,27 +400,33 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             readsPaused = false
             frames(now)
             if phase == .open || phase == .closing { receive(now) }
-        } else if (phase == .upgrading || phase == .open || phase == .closing) && (socketEvents != 0 || readMore) {
+        } else if connectedPhase && (socketEvents != 0 || readMore) {
             receive(now)
         }
         if phase == .open { takeQueued(now) }
         if phase == .open { keepAlive(now) }
         if phase == .closing && now >= closeBy { finish(.closed(code: 1000, reason: "closed by this side")) }
-        if phase == .upgrading || phase == .open || phase == .closing { flush() }
+        if connectedPhase { flush() }
         return phase != .finished
     }
 
+    /// TCP (and TLS) up, the connection not finished: there is a socket to read and write.
+    private var connectedPhase: Bool { phase == .upgrading || phase == .open || phase == .closing }
+
     private func begin(_ now: UInt64) {
-        openBy = now + Self.nanoseconds(Self.openWithin)
+        openBy = now + MonotonicClock.nanoseconds(in: Self.openWithin)
         switch plan {
         case .failure(let error): finish(.failed(reason: error.description))
         case .success: nextAddress(now)
         }
     }
 
-    private var currentAddress: String {
-        guard case .success(let plan) = plan, addressAt > 0, addressAt <= plan.addresses.count else { return "" }
-        return plan.addresses[addressAt - 1].text
+    /// The address being connected to failed (`why`): on to the next.
+    private func nextAddress(_ now: UInt64, after why: String) {
+        if case .success(let plan) = plan, addressAt > 0 { lastFailure = "\(plan.addresses[addressAt - 1].text): \(why)" }
+        Glibc.close(fd)
+        fd = -1
+        nextAddress(now)
     }
 
     /// Starts connecting to the next address; fails when none is left.
@@ -444,7 +449,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             if result == 0 || errno == EINPROGRESS {
                 phase = .connecting
                 // One silent address (a broken IPv6 route) must not use up the time for all of them.
-                addressBy = addressAt < plan.addresses.count ? now + Self.nanoseconds(Self.addressWithin) : .max
+                addressBy = addressAt < plan.addresses.count ? now + MonotonicClock.nanoseconds(in: Self.addressWithin) : .max
                 if result == 0 { connected(now) }
                 return
             }
@@ -452,7 +457,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             Glibc.close(fd)
             fd = -1
         }
-        finish(.failed(reason: WebSocketError(function: "connect", detail: lastFailure).description))
+        fail("connect", lastFailure)
     }
 
     /// The TCP connection's outcome is known: on to TLS or the upgrade, or the next address.
@@ -461,10 +466,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         var size = socklen_t(MemoryLayout<Int32>.size)
         _ = getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size)
         guard error == 0, case .success(let plan) = plan else {
-            lastFailure = "\(currentAddress): \(Self.describe(error))"
-            Glibc.close(fd)
-            fd = -1
-            nextAddress(now)
+            nextAddress(now, after: Self.describe(error))
             return
         }
         guard let context = plan.tls else {
@@ -473,7 +475,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         }
         ERR_clear_error()
         guard let made = SSL_new(context) else {
-            finish(.failed(reason: WebSocketError(function: "tls", detail: "SSL_new failed: \(Self.tlsError())").description))
+            fail("tls", "SSL_new failed: \(Self.tlsError())")
             return
         }
         ssl = made
@@ -484,7 +486,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         // check that could not be set up fails the connection rather than go unchecked.
         guard SSL_set_fd(made, fd) == 1, plan.hostIsAddress || copenssl_set_server_name(made, name) == 1,
               pinnedKey != nil || SSL_set1_host(made, name) == 1 else {
-            finish(.failed(reason: WebSocketError(function: "tls", detail: "the connection could not be set up: \(Self.tlsError())").description))
+            fail("tls", "the connection could not be set up: \(Self.tlsError())")
             return
         }
         phase = .securing
@@ -508,7 +510,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             let verdict = SSL_get_verify_result(ssl)
             let detail = verdict != Int(X509_V_OK) ? "the server's certificate is not trusted: " + String(cString: X509_verify_cert_error_string(verdict))
                 : Self.tlsError()
-            finish(.failed(reason: WebSocketError(function: "tls", detail: detail).description))
+            fail("tls", detail)
         }
     }
 
@@ -529,7 +531,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     private func receive(_ now: UInt64) {
         readMore = false
         var total = 0
-        while phase == .upgrading || phase == .open || phase == .closing {
+        while connectedPhase {
             // The consumer is behind: read on once it catches up (it wakes the thread).
             if untaken.full {
                 readsPaused = true
@@ -545,7 +547,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
                 total += count
                 // Any byte is a sign of the peer: a pong stuck behind a long message over a slow link is not its death.
                 lastProof = now
-                nextPing = now + Self.nanoseconds(Self.pingAfter)
+                nextPing = now + MonotonicClock.nanoseconds(in: Self.pingAfter)
                 pingSentAt = nil
                 input.append(contentsOf: scratch[..<count])
                 if phase == .upgrading { answered(now) } else { frames(now) }
@@ -613,9 +615,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             // Answered before the next frame (after the one being written), and only one pong at a time.
             if outAt == 0, !pongQueued, let payload = pongDue {
                 pongDue = nil
-                let frame = payload.withUnsafeBytes { WebSocketFrame.masked(.pong, $0, key: Self.maskKey()) }
-                out.insert(frame, at: outHead)
-                shared.withLock { $0.unwritten += frame.count }
+                queueControl(.pong, payload, at: outHead)
                 pongQueued = true
             }
             guard outHead < out.count else { break }
@@ -652,8 +652,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         case .closing: finish(.closed(code: 1000, reason: "closed by this side"))
         case .open: finish(.closed(code: 1006, reason: "the connection dropped without a close frame"))
         default:
-            finish(.failed(reason: WebSocketError(function: "connect", detail: "the server hung up before it accepted the upgrade"
-                                                  + (why.map { " (\($0))" } ?? "")).description))
+            fail("connect", "the server hung up before it accepted the upgrade" + (why.map { " (\($0))" } ?? ""))
         }
     }
 
@@ -669,7 +668,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         }
         guard let at = found else {
             if input.count > Self.maxAnswerBytes {
-                finish(.failed(reason: WebSocketError(function: "handshake", detail: "the server's answer has no end within \(Self.maxAnswerBytes) bytes").description))
+                fail("handshake", "the server's answer has no end within \(Self.maxAnswerBytes) bytes")
             }
             return
         }
@@ -681,26 +680,25 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             guard answer.header("upgrade")?.lowercased() == "websocket",
                   answer.header("connection")?.lowercased().split(separator: ",").contains(where: { UpgradeAnswer.trimmed($0) == "upgrade" }) == true,
                   answer.header("sec-websocket-accept") == acceptKey else {
-                finish(.failed(reason: WebSocketError(function: "handshake", detail: "the server's answer is not a WebSocket upgrade").description))
+                fail("handshake", "the server's answer is not a WebSocket upgrade")
                 return
             }
             // Nothing was asked for, so nothing may be chosen: a compressed frame would not be read right.
             guard answer.header("sec-websocket-extensions") == nil, answer.header("sec-websocket-protocol") == nil else {
-                finish(.failed(reason: WebSocketError(function: "handshake", detail: "the server chose an extension or subprotocol this client did not ask for").description))
+                fail("handshake", "the server chose an extension or subprotocol this client did not ask for")
                 return
             }
+            // The read that brought the answer has set lastProof and nextPing already.
             phase = .open
             opened = true
-            lastProof = now
-            nextPing = now + Self.nanoseconds(Self.pingAfter)
             emit(.open)
             frames(now)
         case let status? where (300..<400).contains(status):
             finish(.refused(Redirect.refusal(status: status, location: answer.header("location"), base: url, route: "/listen")))
         case let status?:
-            finish(.failed(reason: WebSocketError(function: "handshake", detail: "the server answered with HTTP status \(status)").description))
+            fail("handshake", "the server answered with HTTP status \(status)")
         case nil:
-            finish(.failed(reason: WebSocketError(function: "handshake", detail: "the server's answer is not HTTP").description))
+            fail("handshake", "the server's answer is not HTTP")
         }
     }
 
@@ -854,7 +852,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         if close {
             queueControl(.close, [0x03, 0xE8])
             phase = .closing
-            closeBy = now + Self.nanoseconds(Self.closeWithin)
+            closeBy = now + MonotonicClock.nanoseconds(in: Self.closeWithin)
         }
     }
 
@@ -862,7 +860,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     /// has had `deadAfter - pingAfter` to be answered (the audio thread may have been held up
     /// past the time to ping: the peer is not blamed for a ping that never went).
     private var deadAt: UInt64? {
-        pingSentAt.map { max(lastProof + Self.nanoseconds(Self.deadAfter), $0 + Self.nanoseconds(Self.deadAfter - Self.pingAfter)) }
+        pingSentAt.map { max(lastProof + MonotonicClock.nanoseconds(in: Self.deadAfter), $0 + MonotonicClock.nanoseconds(in: Self.deadAfter - Self.pingAfter)) }
     }
 
     /// Pings a quiet peer; drops one silent for `deadAfter` (but not while it is this side that is behind).
@@ -871,14 +869,15 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             finish(.dead(reason: "no pong for \(Self.deadAfter.components.seconds) s"))
         } else if now >= nextPing {
             queueControl(.ping, [])
-            nextPing = now + Self.nanoseconds(Self.pingAfter)
+            nextPing = now + MonotonicClock.nanoseconds(in: Self.pingAfter)
             if pingSentAt == nil { pingSentAt = now }
         }
     }
 
-    private func queueControl(_ opcode: WebSocketFrame.Opcode, _ payload: [UInt8]) {
+    /// Queues a control frame last, or at `index` of `out`.
+    private func queueControl(_ opcode: WebSocketFrame.Opcode, _ payload: [UInt8], at index: Int? = nil) {
         let frame = payload.withUnsafeBytes { WebSocketFrame.masked(opcode, $0, key: Self.maskKey()) }
-        out.append(frame)
+        out.insert(frame, at: index ?? out.count)
         shared.withLock { $0.unwritten += frame.count }
     }
 
@@ -888,6 +887,11 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     private func emit(_ event: WebSocketEvent) {
         untaken.yielded()
         continuation.yield(event)
+    }
+
+    /// The connection never opened: the last event says at which step (`WebSocketError.function`) and why.
+    private func fail(_ step: String, _ detail: String) {
+        finish(.failed(reason: WebSocketError(function: step, detail: detail).description))
     }
 
     /// The last event: yields it once, ends the stream, and lets go of the socket.
@@ -927,17 +931,13 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
 
     private static func describe(_ code: Int32) -> String { POSIXFailure("", errno: code).reason }
 
-    private static func nanoseconds(_ duration: Duration) -> UInt64 {
-        UInt64(duration.components.seconds) * 1_000_000_000 + UInt64(duration.components.attoseconds / 1_000_000_000)
-    }
-
     /// OpenSSL's last error on this thread, as text; never holds anything of the request.
     private static func tlsError() -> String {
         let code = ERR_get_error()
         guard code != 0 else { return "no reason given" }
         var text = [CChar](repeating: 0, count: 256)
         ERR_error_string_n(code, &text, text.count)
-        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return String(cBuffer: text)
     }
 }
 

@@ -2,8 +2,8 @@
 // wake mode: while the room streams, each period is framed as its binary
 // message and queued to the socket in the wake-up that read it, with no hop
 // through Swift's pool; the socket is serviced on the audio thread too, after
-// the PCMs, so the message is written into the kernel in that same wake-up. ListenStream
-// stays the turn's owner: it says where periods go as its TurnMachine moves,
+// the PCMs, so the message is written into the kernel in that same wake-up.
+// ListenStream stays the turn's owner: it says where periods go as its TurnMachine moves,
 // and a push turn's periods, which its endpointer judges, still go to it.
 // Easy to get wrong: the room's message is queued under the route's lock, so
 // once ListenStream has stopped the room no message of it follows what

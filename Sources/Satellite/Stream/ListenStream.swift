@@ -237,8 +237,8 @@ public actor ListenStream {
                 }
                 let shown = reason.isEmpty ? "" : ": \(reason)"
                 switch code {
-                case 1002?, 1007?:
-                    lastProblem = SatelliteError(.serverUnreachable, "The connection was closed for a protocol error (\(code ?? 0)\(shown)).")
+                case let code? where code == 1002 || code == 1007:
+                    lastProblem = SatelliteError(.serverUnreachable, "The connection was closed for a protocol error (\(code)\(shown)).")
                     return .broken
                 case 1006?:
                     lastProblem = SatelliteError(.serverUnreachable, "The connection dropped without a close frame (1006)\(shown).")

@@ -11,4 +11,9 @@ enum MonotonicClock {
         clock_gettime(CLOCK_MONOTONIC, &now)
         return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
     }
+
+    /// `duration` in nanoseconds, to add to a reading (not negative).
+    static func nanoseconds(in duration: Duration) -> UInt64 {
+        UInt64(duration.components.seconds) * 1_000_000_000 + UInt64(duration.components.attoseconds / 1_000_000_000)
+    }
 }

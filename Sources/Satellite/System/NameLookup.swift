@@ -48,7 +48,7 @@ enum NameLookup {
             }
             var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
             if getnameinfo(item.pointee.ai_addr, item.pointee.ai_addrlen, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST) == 0 {
-                address.text = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                address.text = String(cBuffer: text)
             }
             found.append(address)
             entry = item.pointee.ai_next

@@ -1,7 +1,7 @@
-// Threads for jobs that come and go (a hook's reaper, a volume change, the offline notice's rendering, the echo delay's
-// estimate): a job ends, and its thread waits for the next one instead of ending
-// with it, so the daemon makes no thread per connection or per event. Its name
-// follows the job it runs, and is `spare` while it waits. A job may block as
+// Threads for jobs that come and go (a hook's reaper, a volume change, the
+// offline notice's rendering, the echo delay's estimate): a job ends, and its
+// thread waits for the next one instead of ending with it, so the daemon makes
+// no thread per connection or per event. Its name follows the job it runs, and is `spare` while it waits. A job may block as
 // long as it likes: one that finds no spare thread gets a new one, so two at
 // once never wait on each other. At most `keep` wait; one more ends. Easy to get
 // wrong: a job is handed over only to a thread already counted as waiting, so
