@@ -175,13 +175,12 @@ struct WebSocketClientTests {
         defer { server.stop() }
         let (client, events) = try await Self.connectReady(server)
         var reader = events
-        // The time passing is what is tested: past the dead-peer time, kept alive by the pings alone,
-        // whose pongs are not events. Had the peer been found dead, `.dead` would come before this pong.
-        try await Task.sleep(for: .seconds(12))
+        // Four keepalive pings, 3 s apart, take the connection past the dead-peer time (10 s); their pongs
+        // are not events. Had the peer been found dead, `.dead` would come before the pong to this ping.
+        let pings = try await server.socketLog(until: "ping", count: 4).filter { $0["dir"] == "in" && $0["kind"] == "ping" }
+        #expect(pings.count >= 4, "\(pings.count) pings")
         client.ping()
         #expect(await reader.next() == .pong)
-        let pings = try await server.socketLog().filter { $0["dir"] == "in" && $0["kind"] == "ping" }
-        #expect(pings.count >= 3, "\(pings.count) pings in 12 s")
         client.close()
     }
 

@@ -207,10 +207,12 @@ class Log:
         async with self.changed:
             self.changed.notify_all()
 
-    async def until(self, kind: str, seconds: float) -> bool:
-        """Waits until the satellite has sent a text message of type `kind`; False after `seconds`."""
+    async def until(self, kind: str, seconds: float, count: int = 1) -> bool:
+        """Waits until the satellite has sent `count` text messages of type `kind` (or, for "ping",
+        `count` pings); False after `seconds`."""
         def seen() -> bool:
-            return any(e.get("dir") == "in" and e.get("type") == kind for e in self.socket)
+            return sum(1 for e in self.socket if e.get("dir") == "in"
+                       and (e.get("type") == kind or kind == "ping" and e.get("kind") == "ping")) >= count
         async with self.changed:
             try:
                 await asyncio.wait_for(self.changed.wait_for(seen), seconds)
@@ -1298,9 +1300,14 @@ class TestServer:
             return json_response(200, self.knobs)
         if route == "GET /_test/log":
             # ?until=TYPE answers once the satellite has sent a message of that type (or after 15 s, within a client's 20 s,
-            # with "until": false): a test waits for a message in flight instead of polling.
+            # with "until": false): a test waits for a message in flight instead of polling. &count=N waits for the Nth;
+            # until=ping counts the satellite's pings.
             until = request.query.get("until")
-            found = await self.log.until(until, 15) if until else None
+            try:
+                count = max(1, int(request.query.get("count", "1")))
+            except ValueError:
+                return json_response(400, {"error": "count is not a whole number"})
+            found = await self.log.until(until, 15, count) if until else None
             return json_response(200, {
                 **({"until": found} if until else {}),
                 "server": {"name": self.name, "port": self.port, "tokenRequired": bool(self.token), "restarts": self.restarts},

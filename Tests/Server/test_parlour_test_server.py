@@ -461,6 +461,24 @@ def test_log_until_waits_for_a_message_in_flight(port):
     assert [e.get("type") for e in log["socket"] if e["dir"] == "in" and e["kind"] == "text"] == ["cancel"]
 
 
+def test_log_until_counts_pings(port):
+    async def go():
+        async with aiohttp.ClientSession() as session:
+            async with session.ws_connect(socket_url(port), autoping=False) as ws:
+                await receive_until(ws, lambda m: True)
+                waiting = asyncio.create_task(session.get(f"http://127.0.0.1:{port}/_test/log?until=ping&count=2"))
+                await ws.ping(b"1")
+                await asyncio.sleep(0.2)  # not synchronisation: the answer must still be waiting after one ping
+                assert not waiting.done()
+                await ws.ping(b"2")
+                async with await waiting as response:
+                    return await response.json()
+
+    log = run(go())
+    assert log["until"] is True
+    assert [e["kind"] for e in log["socket"] if e["dir"] == "in"] == ["ping", "ping"]
+
+
 def test_push_with_nothing_heard_is_thinking_then_idle(port):
     async def go():
         async with aiohttp.ClientSession() as session:

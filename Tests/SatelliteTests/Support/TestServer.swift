@@ -99,10 +99,10 @@ final class TestServer: Sendable {
         return callback
     }
     func socketLog() async throws -> [JSONValue] { try await call("GET", "/_test/log")["socket"]?.arrayValue ?? [] }
-    /// The socket log once the satellite has sent a message of type `type` (the server waits up to 15 s for it):
-    /// one still in flight when the test asks is waited for, not missed.
-    func socketLog(until type: String) async throws -> [JSONValue] {
-        try await call("GET", "/_test/log?until=\(type)")["socket"]?.arrayValue ?? []
+    /// The socket log once the satellite has sent `count` messages of type `type` ("ping": pings; the server
+    /// waits up to 15 s): one still in flight when the test asks is waited for, not missed.
+    func socketLog(until type: String, count: Int = 1) async throws -> [JSONValue] {
+        try await call("GET", "/_test/log?until=\(type)&count=\(count)")["socket"]?.arrayValue ?? []
     }
     /// Drops every connection, closes the port for `restartDownMs`, and listens again (500 ms from now).
     func restart() async throws { _ = try await call("POST", "/_test/restart", [:]) }
