@@ -462,6 +462,12 @@ async def read_frame(reader):
     payload = await reader.readexactly(n)
     return head[0] & 0x0f, bytes(b ^ key[i % 4] for i, b in enumerate(payload))
 
+async def until_closed(reader):
+    # Until the client hangs up: a peer that closed first would answer the client's next ping with a
+    # reset, and a reset throws away what the client had not read yet.
+    while await reader.read(1 << 16):
+        pass
+
 async def serve(reader, writer):
     request = await reader.readuntil(b"\r\n\r\n")
     key = [l.split(b":", 1)[1].strip() for l in request.split(b"\r\n") if l.lower().startswith(b"sec-websocket-key:")][0]
@@ -472,13 +478,13 @@ async def serve(reader, writer):
     if sys.argv[1] in ("badclose", "badtext"):
         writer.write(frame(8, struct.pack("!H", 1006)) if sys.argv[1] == "badclose" else frame(1, b"\xff\xfe"))
         await writer.drain()
-        await reader.read(1 << 16)
+        await until_closed(reader)
         writer.close()
         return
     if sys.argv[1] == "burst":
         writer.write(frame(2, b"") * 40000 + frame(1, b"last") + frame(8, struct.pack("!H", 1000)))
         await writer.drain()
-        await reader.read(1 << 16)
+        await until_closed(reader)
         writer.close()
         return
     if sys.argv[1] == "flood":
@@ -494,7 +500,7 @@ async def serve(reader, writer):
             pass
         writer.write(frame(1, b"pongs %d" % pongs) + frame(8, struct.pack("!H", 1000)))
         await writer.drain()
-        await reader.read(1 << 16)
+        await until_closed(reader)
         writer.close()
         return
     if sys.argv[1] == "ping":
@@ -503,7 +509,7 @@ async def serve(reader, writer):
         writer.write(frame(1, b"answered %d with %s" % (opcode, data)))
         writer.write(bytes([0x81, 0x82, 0, 0, 0, 0]) + b"hi")
         await writer.drain()
-        await reader.read(1 << 16)
+        await until_closed(reader)
         writer.close()
         return
     writer.write(fragments(1, b"hello, world", [3, 4, 5]))
@@ -515,7 +521,7 @@ async def serve(reader, writer):
     writer.write(frame(1, b"still in step"))
     writer.write(frame(8, struct.pack("!H", 1000) + b"bye"))
     await writer.drain()
-    await reader.read(1 << 16)
+    await until_closed(reader)
     writer.close()
 
 async def main():
