@@ -6,9 +6,9 @@
 // LWS_WITH_EXTERNAL_POLL, so its loop needed a thread of its own, woken for
 // every message: 35 wake-ups a second streaming against 12.5 periods
 // (BENCHMARKS.md, "The socket on the audio thread", has the figures since).
-// What it does: connect (TCP; TLS through OpenSSL's non-blocking calls for
-// wss), the upgrade request and its answer, frames both ways (WebSocketFrame
-// builds and masks ours), pings, and the close handshake.
+// What it does: connect (ClientConnection: TCP, and TLS for wss), the upgrade
+// request and its answer, frames both ways (WebSocketFrame builds and masks
+// ours), pings, and the close handshake.
 // Easy to get wrong: nothing here may block the audio thread (the name look-up
 // and loading the CA store happen before, on the look-up thread); a redirect is
 // an answer, never followed (the token would go with it); a pinned wss key is
@@ -86,9 +86,6 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     /// The most events not yet taken by the consumer: past it nothing more is read until it
     /// catches up, so a peer sending faster than the conversation takes it holds no more memory.
     static let maxUntaken = 64
-    /// How long one of several addresses may take to connect before the next is tried.
-    static let addressWithin: Duration = .seconds(3)
-
     private let continuation: AsyncStream<WebSocketEvent>.Continuation
     private let url: String
     /// The wss server's pinned public key (`sha256/<base64>`), checked once TLS is up.
@@ -112,7 +109,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
 
     /// What `prepare` found on the look-up thread; the audio thread's from `attach` on.
     private struct Plan {
-        var target: Target
+        var target: ServerTarget
         var addresses: [NameLookup.Address]
         /// wss only: the context, with the CA store loaded (unless a key is pinned).
         var tls: OpaquePointer?
@@ -120,7 +117,8 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         var hostIsAddress: Bool
     }
 
-    private enum Phase { case waiting, connecting, securing, upgrading, open, closing, finished }
+    /// `connecting` takes in TCP and TLS (ClientConnection).
+    private enum Phase { case waiting, connecting, upgrading, open, closing, finished }
 
     /// One incoming message being put together from its frames.
     private struct Assembly {
@@ -133,17 +131,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     // The audio thread's (and `prepare`'s, before it hands over).
     private var plan: Result<Plan, WebSocketError>
     private var phase = Phase.waiting
-    private var fd: Int32 = -1
-    private var ssl: OpaquePointer?
-    private var tlsWantsWrite = false
-    /// SSL_write waits for the peer's bytes (a renegotiation): POLLIN, not POLLOUT, then.
-    private var tlsWriteWantsRead = false
-    /// A fatal TLS error came: no SSL_shutdown then.
-    private var tlsFatal = false
-    /// When the address being connected to is given up for the next.
-    private var addressBy: UInt64 = 0
-    private var addressAt = 0
-    private var lastFailure = "no address to connect to"
+    private var connection: ClientConnection?
     private var acceptKey = ""
     /// Frames to write (the request first), from `out[outHead]`'s byte `outAt` on: a frame a
     /// send() each, as a tracer of the socket counts them (scripts/bench-preload.c).
@@ -270,9 +258,13 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     /// Resolves the name (getaddrinfo may wait on DNS), loads the CA store for wss (tens of
     /// milliseconds), builds the request, then hands the connection to the audio thread.
     private func prepare(headers: [String: String], addresses pinned: [String]) {
-        Self.ignoreBrokenPipe
         plan = Result { () throws(WebSocketError) in
-            let target = try Target(url: url)
+            let target: ServerTarget
+            do throws(ServerTarget.Unusable) {
+                target = try ServerTarget(url: url, schemes: ("ws", "wss"))
+            } catch {
+                throw .badURL(error.reason)
+            }
             // A pin over plain ws:// would vouch for nothing, and the token would go in the clear.
             if pinnedKey != nil && !target.secure { throw .badURL("a pinned key needs wss://") }
             var request = "GET \(target.pathAndQuery) HTTP/1.1\r\nHost: \(target.hostHeader)\r\n"
@@ -281,19 +273,11 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             for index in nonce.indices { nonce[index] = .random(in: .min ... .max) }
             let key = Data(nonce).base64EncodedString()
             request += "Sec-WebSocket-Key: \(key)\r\n"
-            for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
-                let name = name.hasSuffix(":") ? String(name.dropLast()) : name
-                // Bytes, not Characters: "\r\n" is one Character, equal to neither "\r" nor "\n".
-                // Never the value in the error: it is the token.
-                guard !name.isEmpty, name.utf8.allSatisfy(Self.tokenBytes.contains) else {
-                    throw WebSocketError(function: "headers", detail: "a header's name is not a token")
-                }
-                guard !value.utf8.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7f }) else {
-                    throw WebSocketError(function: "headers", detail: "the \(name) header holds a control character")
-                }
-                request += "\(name): \(value)\r\n"
+            do throws(HTTPHead.BadHeader) {
+                request += try HTTPHead.lines(headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }) + "\r\n"
+            } catch {
+                throw WebSocketError(function: "headers", detail: error.reason)
             }
-            request += "\r\n"
             out = [Array(request.utf8)]
             acceptKey = try Self.accept(key)
             let found = pinned.isEmpty ? NameLookup.resolve(target.name, port: target.port, numeric: false)
@@ -301,69 +285,45 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             guard !found.isEmpty else {
                 throw WebSocketError(function: "connect", detail: "\(target.name) does not resolve to an address")
             }
-            return Plan(target: target, addresses: found, tls: target.secure ? try Self.tlsContext(verifying: pinnedKey == nil) : nil,
+            var tls: OpaquePointer?
+            if target.secure {
+                do throws(ClientConnection.Failure) {
+                    tls = try ClientConnection.tlsContext(verifying: pinnedKey == nil)
+                } catch {
+                    throw WebSocketError(function: "tls", detail: error.description)
+                }
+            }
+            return Plan(target: target, addresses: found, tls: tls,
                         hostIsAddress: !NameLookup.resolve(target.name, port: target.port, numeric: true).isEmpty)
         }
         shared.withLock { $0.unwritten += out.first?.count ?? 0 }
         engine.attach(socket: self)
     }
 
-    /// A TLS client context: TLS 1.2 or later; with `verifying`, the system's CA store loaded
-    /// (`SSL_CERT_FILE` and `SSL_CERT_DIR` honoured, as OpenSSL does) and the chain checked.
-    /// Without it a pinned key proves the server instead (`secured`).
-    private static func tlsContext(verifying: Bool) throws(WebSocketError) -> OpaquePointer {
-        ERR_clear_error()
-        guard let context = SSL_CTX_new(TLS_client_method()) else {
-            throw WebSocketError(function: "tls", detail: "SSL_CTX_new failed: \(tlsError())")
-        }
-        _ = SSL_CTX_ctrl(context, SSL_CTRL_SET_MIN_PROTO_VERSION, Int(TLS1_2_VERSION), nil)
-        if verifying {
-            guard SSL_CTX_set_default_verify_paths(context) == 1 else {
-                SSL_CTX_free(context)
-                throw WebSocketError(function: "tls", detail: "the system's CA store could not be loaded: \(tlsError())")
-            }
-            SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
-        } else {
-            SSL_CTX_set_verify(context, SSL_VERIFY_NONE, nil)
-        }
-        // A renegotiation could leave a write waiting on reads at any time; the server has no need of one.
-        copenssl_refuse_renegotiation(context)
-        return context
-    }
-
-    /// The bytes a header's name may hold (RFC 9110's token).
-    private static let tokenBytes = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
-
     /// The Sec-WebSocket-Accept a server must answer `key` with (RFC 6455, 4.2.2).
     private static func accept(_ key: String) throws(WebSocketError) -> String {
         let text = Array((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8)
         var digest = [UInt8](repeating: 0, count: 20)
         guard copenssl_sha1(text, text.count, &digest) == 0 else {
-            throw WebSocketError(function: "handshake", detail: "SHA-1 failed: \(tlsError())")
+            throw WebSocketError(function: "handshake", detail: "SHA-1 failed: \(ClientConnection.tlsError())")
         }
         return Data(digest).base64EncodedString()
     }
 
-    /// A write to a socket the peer has closed is EPIPE, not the end of the process: the daemon
-    /// ignores SIGPIPE already (Signals), and a test's process must too, as SSL_write cannot
-    /// say MSG_NOSIGNAL. Process-wide, once, as libwebsockets did.
-    private static let ignoreBrokenPipe: Void = { signal(SIGPIPE, SIG_IGN) }()
-
     // MARK: The audio thread
 
     var pollRequest: pollfd? {
-        guard fd >= 0 else { return nil }
+        guard let connection, connection.fd >= 0 else { return nil }
         switch phase {
-        case .connecting: return pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-        case .securing: return pollfd(fd: fd, events: Int16(tlsWantsWrite ? POLLOUT : POLLIN), revents: 0)
+        case .connecting: return pollfd(fd: connection.fd, events: connection.events(writing: false), revents: 0)
         case .upgrading, .open, .closing:
-            let writes = (outHead < out.count || pongDue != nil) && !tlsWriteWantsRead || tlsWantsWrite
+            let events = connection.events(writing: outHead < out.count || pongDue != nil)
             // Not read while the consumer is behind (it wakes the thread as it catches up); nor polled
             // at all then unless something is to be written, or a hang-up would be reported at once, again and again.
-            if untaken.full && !tlsWriteWantsRead {
-                return writes ? pollfd(fd: fd, events: Int16(POLLOUT), revents: 0) : nil
+            if untaken.full && !connection.writeWaitsOnRead {
+                return events & Int16(POLLOUT) != 0 ? pollfd(fd: connection.fd, events: Int16(POLLOUT), revents: 0) : nil
             }
-            return pollfd(fd: fd, events: Int16(POLLIN) | (writes ? Int16(POLLOUT) : 0), revents: 0)
+            return pollfd(fd: connection.fd, events: events, revents: 0)
         case .waiting, .finished: return nil
         }
     }
@@ -371,8 +331,8 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     var socketDeadline: UInt64? {
         switch phase {
         case .waiting, .finished: return 0
-        case .connecting: return min(openBy, addressBy)
-        case .securing, .upgrading: return openBy
+        case .connecting: return min(openBy, connection?.addressBy ?? .max)
+        case .upgrading: return openBy
         case .open:
             if untaken.full { return nextPing }
             return readMore ? 0 : min(nextPing, deadAt ?? .max)
@@ -382,19 +342,14 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
 
     func service(socketEvents: Int16, now: UInt64) -> Bool {
         if phase == .waiting { begin(now) }
-        if phase != .finished && phase != .open && phase != .closing {
+        if phase == .connecting || phase == .upgrading {
             if shared.withLock({ $0.wantClose }) {
                 finish(.closed(code: nil, reason: "closed by this side before it opened"))
             } else if now >= openBy {
                 fail("connect", "no answer within \(Self.openWithin.components.seconds) s")
             }
         }
-        if phase == .connecting && socketEvents != 0 {
-            connected(now)
-        } else if phase == .connecting && now >= addressBy {
-            nextAddress(now, after: "no answer within \(Self.addressWithin.components.seconds) s")
-        }
-        if phase == .securing && socketEvents != 0 { secure() }
+        if phase == .connecting, let connection { progress(connection.advance(events: socketEvents, now: now)) }
         // Read only when poll said so (or a read left more): a period's wake-up costs no recv.
         if (phase == .open || phase == .closing) && readsPaused && !untaken.full {
             readsPaused = false
@@ -417,121 +372,36 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         openBy = now + MonotonicClock.nanoseconds(in: Self.openWithin)
         switch plan {
         case .failure(let error): finish(.failed(reason: error.description))
-        case .success: nextAddress(now)
-        }
-    }
-
-    /// The address being connected to failed (`why`): on to the next.
-    private func nextAddress(_ now: UInt64, after why: String) {
-        if case .success(let plan) = plan, addressAt > 0 { lastFailure = "\(plan.addresses[addressAt - 1].text): \(why)" }
-        Glibc.close(fd)
-        fd = -1
-        nextAddress(now)
-    }
-
-    /// Starts connecting to the next address; fails when none is left.
-    private func nextAddress(_ now: UInt64) {
-        guard case .success(let plan) = plan else { return }
-        while addressAt < plan.addresses.count {
-            let address = plan.addresses[addressAt]
-            addressAt += 1
-            fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard fd >= 0 else {
-                lastFailure = "socket: \(Self.describe(errno))"
-                continue
+        case .success(let plan):
+            let security = plan.tls.map {
+                // Without a pinned key the certificate must name the host (or hold its address).
+                ClientConnection.Security(context: $0, serverName: plan.target.name, hostIsAddress: plan.hostIsAddress,
+                                          pinnedKey: pinnedKey, checkHost: pinnedKey == nil)
             }
-            var one: Int32 = 1
-            _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-            var storage = address.storage
-            let result = withUnsafePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, address.length) }
-            }
-            if result == 0 || errno == EINPROGRESS {
-                phase = .connecting
-                // One silent address (a broken IPv6 route) must not use up the time for all of them.
-                addressBy = addressAt < plan.addresses.count ? now + MonotonicClock.nanoseconds(in: Self.addressWithin) : .max
-                if result == 0 { connected(now) }
-                return
-            }
-            lastFailure = "\(address.text): \(Self.describe(errno))"
-            Glibc.close(fd)
-            fd = -1
-        }
-        fail("connect", lastFailure)
-    }
-
-    /// The TCP connection's outcome is known: on to TLS or the upgrade, or the next address.
-    private func connected(_ now: UInt64) {
-        var error: Int32 = 0
-        var size = socklen_t(MemoryLayout<Int32>.size)
-        _ = getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size)
-        guard error == 0, case .success(let plan) = plan else {
-            nextAddress(now, after: Self.describe(error))
-            return
-        }
-        guard let context = plan.tls else {
-            phase = .upgrading
-            return
-        }
-        ERR_clear_error()
-        guard let made = SSL_new(context) else {
-            fail("tls", "SSL_new failed: \(Self.tlsError())")
-            return
-        }
-        ssl = made
-        SSL_set_connect_state(made)
-        copenssl_allow_partial_writes(made)
-        let name = plan.target.name
-        // Without a pinned key the certificate must name the host (or hold its address): a
-        // check that could not be set up fails the connection rather than go unchecked.
-        guard SSL_set_fd(made, fd) == 1, plan.hostIsAddress || copenssl_set_server_name(made, name) == 1,
-              pinnedKey != nil || SSL_set1_host(made, name) == 1 else {
-            fail("tls", "the connection could not be set up: \(Self.tlsError())")
-            return
-        }
-        phase = .securing
-        secure()
-    }
-
-    private func secure() {
-        guard let ssl else { return }
-        ERR_clear_error()
-        tlsWantsWrite = false
-        let result = SSL_connect(ssl)
-        if result == 1 {
-            secured()
-            return
-        }
-        switch SSL_get_error(ssl, result) {
-        case SSL_ERROR_WANT_READ: return
-        case SSL_ERROR_WANT_WRITE: tlsWantsWrite = true
-        default:
-            tlsFatal = true
-            let verdict = SSL_get_verify_result(ssl)
-            let detail = verdict != Int(X509_V_OK) ? "the server's certificate is not trusted: " + String(cString: X509_verify_cert_error_string(verdict))
-                : Self.tlsError()
-            fail("tls", detail)
+            let connection = ClientConnection(addresses: plan.addresses, security: security)
+            self.connection = connection
+            phase = .connecting
+            progress(connection.start(now))
         }
     }
 
-    /// TLS is up: with a pinned key, the server must show it before a byte of the request goes.
-    private func secured() {
-        if let pinnedKey, let ssl {
-            var digest = [UInt8](repeating: 0, count: 32)
-            let shown = copenssl_peer_spki_sha256(ssl, &digest) == 0 ? ServerKey.text(digest: digest) : nil
-            guard shown == pinnedKey else {
-                finish(.refused(ServerKey.changed(url: ServerAnswers.displayURL(url), shown: shown, pinned: pinnedKey)))
-                return
-            }
+    /// Where connecting got to: on to the upgrade once TCP (and TLS, with the pinned key shown) is up.
+    private func progress(_ progress: ClientConnection.Progress) {
+        switch progress {
+        case .working: return
+        case .ready: phase = .upgrading
+        case .failed(.keyChanged(let shown)):
+            finish(.refused(ServerKey.changed(url: ServerAnswers.displayURL(url), shown: shown, pinned: pinnedKey ?? "")))
+        case .failed(.connect(let why)): fail("connect", why)
+        case .failed(let failure): fail("tls", failure.description)
         }
-        phase = .upgrading
     }
 
     /// Reads what the socket has, up to `maxReadPerWake`, and takes it apart.
     private func receive(_ now: UInt64) {
         readMore = false
         var total = 0
-        while connectedPhase {
+        while connectedPhase, let connection {
             // The consumer is behind: read on once it catches up (it wakes the thread).
             if untaken.full {
                 readsPaused = true
@@ -541,7 +411,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
                 readMore = true
                 return
             }
-            let count = scratch.withUnsafeMutableBytes { read(into: $0) }
+            let count = scratch.withUnsafeMutableBytes { connection.read(into: $0) }
             switch count {
             case .bytes(let count):
                 total += count
@@ -557,56 +427,6 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         }
     }
 
-    private enum IO { case bytes(Int), wait, end(String?) }
-
-    private func read(into buffer: UnsafeMutableRawBufferPointer) -> IO {
-        if let ssl {
-            ERR_clear_error()
-            tlsWantsWrite = false
-            let count = SSL_read(ssl, buffer.baseAddress, Int32(buffer.count))
-            return count > 0 ? .bytes(Int(count)) : tlsOutcome(ssl, count, writing: false)
-        }
-        let count = recv(fd, buffer.baseAddress, buffer.count, 0)
-        if count > 0 { return .bytes(count) }
-        return count == 0 ? .end(nil) : Self.socketFailure()
-    }
-
-    private func write(_ buffer: UnsafeRawBufferPointer) -> IO {
-        if let ssl {
-            ERR_clear_error()
-            tlsWantsWrite = false
-            tlsWriteWantsRead = false
-            let count = SSL_write(ssl, buffer.baseAddress, Int32(min(buffer.count, Int(Int32.max))))
-            return count > 0 ? .bytes(Int(count)) : tlsOutcome(ssl, count, writing: true)
-        }
-        let count = send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL))
-        return count >= 0 ? .bytes(count) : Self.socketFailure()
-    }
-
-    /// What an SSL_read or SSL_write that returned `result` (0 or less) means.
-    private func tlsOutcome(_ ssl: OpaquePointer, _ result: Int32, writing: Bool) -> IO {
-        switch SSL_get_error(ssl, result) {
-        case SSL_ERROR_WANT_READ:
-            if writing { tlsWriteWantsRead = true }
-            return .wait
-        case SSL_ERROR_WANT_WRITE:
-            tlsWantsWrite = true
-            return .wait
-        case SSL_ERROR_ZERO_RETURN: return .end(nil)
-        case SSL_ERROR_SYSCALL:
-            tlsFatal = true
-            return .end(errno != 0 ? Self.describe(errno) : nil)
-        default:
-            tlsFatal = true
-            return .end(Self.tlsError())
-        }
-    }
-
-    /// What a recv or send that failed means, by errno.
-    private static func socketFailure() -> IO {
-        errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? .wait : .end(describe(errno))
-    }
-
     /// Writes what is queued, as far as the socket takes it.
     private func flush() {
         var written = 0
@@ -618,8 +438,8 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
                 queueControl(.pong, payload, at: outHead)
                 pongQueued = true
             }
-            guard outHead < out.count else { break }
-            let result = out[outHead].withUnsafeBytes { write(UnsafeRawBufferPointer(rebasing: $0[outAt...])) }
+            guard outHead < out.count, let connection else { break }
+            let result = out[outHead].withUnsafeBytes { connection.write(UnsafeRawBufferPointer(rebasing: $0[outAt...])) }
             guard case .bytes(let count) = result else {
                 if case .end(let why) = result { ended(why) }
                 break
@@ -658,27 +478,18 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
 
     /// The answer to the upgrade, once all of its head is in.
     private func answered(_ now: UInt64) {
-        var found: Int?
-        if input.count >= 4 {
-            for index in headSearchedTo...(input.count - 4) where input[index] == 13 && input[index + 1] == 10 && input[index + 2] == 13 && input[index + 3] == 10 {
-                found = index
-                break
-            }
-            headSearchedTo = input.count - 3
-        }
-        guard let at = found else {
+        guard let end = HTTPHead.end(in: input, searchedTo: &headSearchedTo) else {
             if input.count > Self.maxAnswerBytes {
                 fail("handshake", "the server's answer has no end within \(Self.maxAnswerBytes) bytes")
             }
             return
         }
-        let head = String(decoding: input[..<at], as: UTF8.self)
-        input.removeFirst(at + 4)
-        let answer = UpgradeAnswer(head)
+        let answer = AnswerHead(input[..<(end - 4)])
+        input.removeFirst(end)
         switch answer.status {
         case 101:
             guard answer.header("upgrade")?.lowercased() == "websocket",
-                  answer.header("connection")?.lowercased().split(separator: ",").contains(where: { UpgradeAnswer.trimmed($0) == "upgrade" }) == true,
+                  answer.lists("connection", "upgrade"),
                   answer.header("sec-websocket-accept") == acceptKey else {
                 fail("handshake", "the server's answer is not a WebSocket upgrade")
                 return
@@ -900,18 +711,11 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         let clean: Bool
         if case .closed(let code, _) = event, code != 1002, code != 1006 { clean = true } else { clean = false }
         phase = .finished
-        if let ssl {
-            if clean && opened && !tlsFatal { _ = SSL_shutdown(ssl) }
-            SSL_free(ssl)
-            self.ssl = nil
-        }
+        connection?.close(clean: clean && opened)
+        connection = nil
         if case .success(let plan) = plan, let context = plan.tls {
             SSL_CTX_free(context)
             self.plan = .failure(WebSocketError(function: "connect", detail: "finished"))
-        }
-        if fd >= 0 {
-            Glibc.close(fd)
-            fd = -1
         }
         out = []
         outHead = 0
@@ -927,69 +731,6 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         }
         emit(event)
         continuation.finish()
-    }
-
-    private static func describe(_ code: Int32) -> String { POSIXFailure("", errno: code).reason }
-
-    /// OpenSSL's last error on this thread, as text; never holds anything of the request.
-    private static func tlsError() -> String {
-        let code = ERR_get_error()
-        guard code != 0 else { return "no reason given" }
-        var text = [CChar](repeating: 0, count: 256)
-        ERR_error_string_n(code, &text, text.count)
-        return String(cBuffer: text)
-    }
-}
-
-/// The head of the server's answer to the upgrade: its status and headers.
-private struct UpgradeAnswer {
-    let status: Int?
-    private let headers: [(name: String, value: String)]
-
-    init(_ head: String) {
-        let lines = head.split(separator: "\r\n", omittingEmptySubsequences: false)
-        let statusLine = lines.first.map { $0.split(separator: " ", maxSplits: 2) } ?? []
-        status = statusLine.count >= 2 && statusLine[0].hasPrefix("HTTP/1.") ? Int(statusLine[1]) : nil
-        headers = lines.dropFirst().compactMap { line in
-            guard let colon = line.firstIndex(of: ":") else { return nil }
-            return (line[..<colon].lowercased(), Self.trimmed(line[line.index(after: colon)...]))
-        }
-    }
-
-    /// Without the spaces and tabs around it.
-    static func trimmed(_ text: Substring) -> String {
-        String(text.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
-    }
-
-    /// The first header of that name (lowercase).
-    func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
-}
-
-/// Where a `ws://` or `wss://` URL points.
-private struct Target {
-    let secure: Bool
-    /// The host as named, without IPv6 brackets: resolved, sent as SNI and checked in the certificate.
-    let name: String
-    let port: Int
-    /// The Host header: the host as written, with the port when it is not the default.
-    let hostHeader: String
-    let pathAndQuery: String
-
-    init(url: String) throws(WebSocketError) {
-        guard let parts = URLComponents(string: url) else { throw .badURL("it is not a URL") }
-        switch parts.scheme?.lowercased() {
-        case "ws": secure = false
-        case "wss": secure = true
-        default: throw .badURL("it is not ws:// or wss://")
-        }
-        guard let host = parts.host, !host.isEmpty else { throw .badURL("it has no host") }
-        name = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
-        let defaultPort = secure ? 443 : 80
-        port = parts.port ?? defaultPort
-        let shownHost = name.contains(":") ? "[\(name)]" : name
-        hostHeader = port == defaultPort ? shownHost : "\(shownHost):\(port)"
-        let path = parts.percentEncodedPath.isEmpty ? "/" : parts.percentEncodedPath
-        pathAndQuery = parts.percentEncodedQuery.map { "\(path)?\($0)" } ?? path
     }
 }
 
