@@ -3,8 +3,8 @@
 // pairing does with the key a server shows. A self-signed reverse proxy is how
 // Parlour's docs suggest reaching the house over TLS, so "no authority vouches
 // for it" is normal; a key other than the one pinned never is. Easy to get
-// wrong: a key the person confirmed must be the key pinned, and curl writes
-// the same value "sha256//<base64>".
+// wrong: a key the person confirmed must be the key pinned, and the HTTP
+// and /listen connections compare the key shown with it (ClientConnection).
 
 /// The pinned public key of an https server.
 public enum ServerKey {
@@ -18,9 +18,6 @@ public enum ServerKey {
         }
         return digest.count == 32
     }
-
-    /// The form CURLOPT_PINNEDPUBLICKEY takes.
-    public static func curlPin(_ key: String) -> String { "sha256//" + key.dropFirst("sha256/".count) }
 
     /// What pairing (or `use`) does with the key an https server shows.
     public enum Decision: Sendable, Equatable {

@@ -1,16 +1,15 @@
-// HTTP for the daemon: a request goes to HTTPLoop, libcurl's multi interface on
-// one thread, and the calling task waits without holding a thread. Easy to get
-// wrong: a cancelled task must stop the transfer (HTTPLoop takes its handle out
-// of the multi), and curl must never send the token anywhere but the URL it was
-// given (HTTPTransfer). A host nobody pinned is looked up here, on
-// BlockingThread.lookups, and handed to curl as CURLOPT_RESOLVE like a pinned one: curl
-// then never starts a resolver thread of its own.
+// HTTP for the daemon: a request goes to HTTPLoop, one thread for every
+// exchange, and the calling task waits without holding a thread. Easy to get
+// wrong: a cancelled task must stop the exchange (HTTPLoop ends it at once),
+// and the token must go to the URL it was given and nowhere else
+// (HTTPExchange). A host nobody pinned is looked up here, on
+// BlockingThread.lookups, and its addresses go with the request like pinned ones:
+// the HTTP thread never waits on DNS.
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import CCurl
 import SatelliteCore
 import Synchronization
 
@@ -44,23 +43,23 @@ public final class HTTPClient: Sendable {
     public func send(_ request: HTTPRequest) async throws(HTTPFailure) -> HTTPResponse {
         var request = request
         if request.addresses.isEmpty, let address = ServerAddress(request.url), !PinMoves.isAddress(address.host) {
-            // curl refuses a whole CURLOPT_RESOLVE entry over one scoped (fe80::…%if) address; those go.
+            // As at pinning: a scoped (fe80::…%if) address is left out (PinMoves.pinnable).
             request.addresses = PinMoves.pinnable(host: address.host, resolved: await NameLookup.addresses(of: address.host))
             if Task.isCancelled {
-                throw HTTPFailure(kind: .cancelled, function: "getaddrinfo", code: Int(CURLE_ABORTED_BY_CALLBACK.rawValue),
+                throw HTTPFailure(kind: .cancelled, function: "getaddrinfo", code: 0,
                                   detail: "cancelled while looking up \(address.host)", method: request.method,
                                   url: ServerAnswers.displayURL(request.url))
             }
             guard !request.addresses.isEmpty else {
-                throw HTTPFailure(kind: .couldNotResolve, function: "getaddrinfo", code: Int(CURLE_COULDNT_RESOLVE_HOST.rawValue),
+                throw HTTPFailure(kind: .couldNotResolve, function: "getaddrinfo", code: 0,
                                   detail: "Could not resolve host: \(address.host)", method: request.method,
                                   url: ServerAnswers.displayURL(request.url))
             }
         }
-        let box = Mutex<HTTPTransfer?>(nil)
+        let box = Mutex<HTTPExchange?>(nil)
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Result<HTTPResponse, HTTPFailure>, Never>) in
-                let transfer = HTTPTransfer(request: request, limit: bodyLimit, client: name, bus: bus, done: done)
+                let transfer = HTTPExchange(request: request, limit: bodyLimit, client: name, bus: bus, done: done)
                 let cancelled = box.withLock { held in
                     held = transfer
                     return Task.isCancelled

@@ -1,80 +1,67 @@
-// Every HTTP transfer of the daemon on one thread: libcurl's multi interface,
-// curl_multi_poll on the transfers' sockets and curl_multi_wakeup when a
-// request comes or is cancelled. Before, each request was curl_easy_perform on
-// a thread of its own and a new connection; now a request starts no thread, and
-// a connection to a server is kept for the next request to it (curl's cache,
-// 118 s at most). Chosen over libwebsockets' own HTTP client (linked then, for
-// the /listen socket, which has a client of its own since) by what each costs:
-// the wake-ups are the same (one thread asleep in poll, woken by its transfers alone: on a CPU 0 times in 10 s of streaming),
-// and lws would save memory, about 6 MiB resident (libcurl's own libraries
-// 4.25 MiB, and the 1.7 MiB of libcrypto its curl_global_init sets up
-// whatever the flags; BENCHMARKS.md, "HTTP on one loop"); but lws has no
-// CURLOPT_PINNEDPUBLICKEY, CURLOPT_RESOLVE over every pinned address nor
-// certificate info for the key shown at pairing, so every trust rule would
-// be written again by hand. That is the next step toward 12 MB, not this one.
-//
-// Easy to get wrong: a reused connection must be one the request could have
-// made itself. Each pool (HTTPTransfer.pool: the client, scheme, host, port,
-// pinned addresses, pinned key, verification) has a share of its own
-// (CURL_LOCK_DATA_CONNECT and _DNS), so a connection made to one address, or
-// checked against one key, never carries a request pinned to another, and a
-// callback's connection never carries the token. A key wanted from the
-// handshake takes a fresh connection (HTTPTransfer).
-import CCurl
+// Every HTTP exchange of the daemon on one thread, `http`: one poll over the
+// exchanges' connections and a pipe that wakes it when a request comes or is
+// cancelled; asleep while there is nothing to do. Connections are kept for
+// the next request of the same pool (HTTPExchange.pool: the client, scheme,
+// host, port, pinned addresses, pinned key, verification), so a connection
+// made to one address, or checked against one key, never carries a request
+// pinned to another, and a callback's connection never carries the token. A
+// key wanted from the handshake takes a new connection, kept by nobody after.
+// The TLS contexts are made here on first use (loading the CA store takes tens
+// of milliseconds; this thread is HTTP's alone), and only for an https server.
 import Glibc
 import SatelliteCore
 import Synchronization
 
-/// The multi handle and the thread that drives it. Started with the first request.
+/// The exchanges' thread. Started with the first request.
 final class HTTPLoop: @unchecked Sendable {
     static let shared = HTTPLoop()
 
     private enum Command {
-        case add(HTTPTransfer)
-        case cancel(HTTPTransfer)
-        /// The client is gone: its idle pools close.
+        case add(HTTPExchange)
+        case cancel(HTTPExchange)
+        /// The client is gone: its idle connections close.
         case forget(String)
     }
 
-    /// A share, whose client it is, how many transfers use it now, and since when none has.
-    private final class Pool {
-        let share: UnsafeMutableRawPointer
+    /// A connection kept for its pool's next request.
+    private struct Idle {
+        let connection: ClientConnection
+        let pool: String
         let client: String
-        var using = 0
-        var lastUsed = 0
-        var idleSince = ContinuousClock.now
-
-        init(share: UnsafeMutableRawPointer, client: String) {
-            self.share = share
-            self.client = client
-        }
+        let since: UInt64
     }
 
-    /// A pool idle this long goes with its connections: curl reuses none older (CURLOPT_MAXAGE_CONN, 118 s).
-    private static let idleLimit = Duration.seconds(120)
-    /// Past this many pools of one client, its idle ones least lately used go too (callbacks may name any host).
-    private static let poolLimit = 8
+    /// An idle connection older than this is closed rather than reused (curl's CURLOPT_MAXAGE_CONN, 118 s, kept).
+    private static let idleLimit = Duration.seconds(118)
+    /// Past this many idle connections of one client, its oldest close (callbacks may name any host).
+    private static let idleLimitPerClient = 8
 
-    private let multi: UnsafeMutableRawPointer?
     private let inbox = Mutex<(commands: [Command], started: Bool)>(([], false))
+    /// A pipe's ends: a byte written wakes the thread.
+    private let wakeFD: Int32
+    private let wakeWriteFD: Int32
 
-    // Touched by the loop's thread alone.
-    private var running: [UnsafeMutableRawPointer: HTTPTransfer] = [:]
-    private var pools: [String: Pool] = [:]
-    private var uses = 0
+    // The loop's thread's alone.
+    private var running: [HTTPExchange] = []
+    private var idle: [Idle] = []
+    /// The TLS contexts, checking the chain (true) or not, made on first use.
+    private var contexts: [Bool: OpaquePointer] = [:]
 
     private init() {
-        // curl_global_init is not safe to race with itself; a static is initialised once. Since curl 7.57
-        // the flags no longer decide whether the TLS library is set up: curl's OpenSSL is, either way.
-        _ = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
-        multi = curl_multi_init()
+        var ends: [Int32] = [-1, -1]
+        precondition(pipe(&ends) == 0, "pipe failed: \(errno)")
+        for end in ends {
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(end, F_SETFL, O_NONBLOCK)
+        }
+        (wakeFD, wakeWriteFD) = (ends[0], ends[1])
     }
 
-    /// Starts `transfer`; it completes on the loop's thread. Any thread.
-    func add(_ transfer: HTTPTransfer) { submit(.add(transfer)) }
+    /// Starts `exchange`; it completes on the loop's thread. Any thread.
+    func add(_ exchange: HTTPExchange) { submit(.add(exchange)) }
 
-    /// Stops `transfer` if it still runs: it completes as cancelled. Any thread.
-    func cancel(_ transfer: HTTPTransfer) { submit(.cancel(transfer)) }
+    /// Stops `exchange` if it still runs: it completes as cancelled. Any thread.
+    func cancel(_ exchange: HTTPExchange) { submit(.cancel(exchange)) }
 
     /// Closes the idle connections of `client`, which sends no more. Any thread.
     func forget(_ client: String) { submit(.forget(client)) }
@@ -85,138 +72,103 @@ final class HTTPLoop: @unchecked Sendable {
             defer { state.started = true }
             return !state.started
         }
-        guard let multi else {
-            fail(take(), function: "curl_multi_init", detail: "curl could not make its multi handle")
-            return
-        }
         if !start {
-            curl_multi_wakeup(multi)
+            var one: UInt8 = 1
+            _ = write(wakeWriteFD, &one, 1)
         } else if !SystemThread.start(name: "http", { [self] in run() }) {
             // No thread to be had is an answer too, never a continuation left waiting.
             inbox.withLock { $0.started = false }
-            fail(take(), function: "pthread_create", detail: "no thread could be started for HTTP")
-        }
-    }
-
-    private func take() -> [Command] {
-        inbox.withLock { state in
-            defer { state.commands = [] }
-            return state.commands
-        }
-    }
-
-    private func fail(_ commands: [Command], function: String, detail: String) {
-        for case .add(let transfer) in commands {
-            transfer.complete(.failure(HTTPFailure(kind: .other, function: function, code: 0, detail: detail,
-                                                   method: transfer.request.method,
-                                                   url: ServerAnswers.displayURL(transfer.request.url))))
+            let commands = inbox.withLock { state in
+                defer { state.commands = [] }
+                return state.commands
+            }
+            for case .add(let exchange) in commands {
+                exchange.complete(.failure(HTTPFailure(kind: .other, function: "pthread_create", code: 0,
+                                                       detail: "no thread could be started for HTTP", method: exchange.request.method,
+                                                       url: ServerAnswers.displayURL(exchange.request.url))))
+            }
         }
     }
 
     private func run() {
-        guard let multi else { return }
+        var fds: [pollfd] = []
+        var polled: [Int] = []
+        var drain = [UInt8](repeating: 0, count: 64)
         while true {
-            for command in take() {
+            while read(wakeFD, &drain, drain.count) > 0 {}
+            let now = MonotonicClock.nanoseconds()
+            for command in inbox.withLock({ state in defer { state.commands = [] }; return state.commands }) {
                 switch command {
-                case .add(let transfer): start(transfer, multi)
-                case .cancel(let transfer): stop(transfer, multi)
-                case .forget(let client): closeIdlePools(forgetting: client)
+                case .add(let exchange): start(exchange, now)
+                case .cancel(let exchange):
+                    if running.contains(where: { $0 === exchange }) { exchange.cancel() }
+                case .forget(let client): closeIdle { $0.client == client }
                 }
             }
-            var active: Int32 = 0
-            _ = curl_multi_perform(multi, &active)
-            var left: Int32 = 0
-            while let message = curl_multi_info_read(multi, &left) {
-                guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle,
-                      let transfer = running[handle] else { continue }
-                let code = message.pointee.data.result
-                end(transfer, handle, multi) { transfer.result(code) }
+            settle()
+            closeIdle { now >= $0.since + MonotonicClock.nanoseconds(in: Self.idleLimit) }
+
+            fds.removeAll(keepingCapacity: true)
+            polled.removeAll(keepingCapacity: true)
+            fds.append(pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0))
+            var deadline = idle.map { $0.since + MonotonicClock.nanoseconds(in: Self.idleLimit) }.min() ?? .max
+            for (index, exchange) in running.enumerated() {
+                deadline = min(deadline, exchange.deadline)
+                if let request = exchange.pollRequest {
+                    fds.append(request)
+                    polled.append(index)
+                }
             }
-            // Nothing running: asleep until the next request's curl_multi_wakeup.
-            var timeout = -1
-            _ = curl_multi_timeout(multi, &timeout)
-            _ = curl_multi_poll(multi, nil, 0, timeout < 0 ? Int32.max : Int32(clamping: timeout), nil)
+            let before = MonotonicClock.nanoseconds()
+            let timeout = deadline == .max ? -1 : deadline > before ? Int32(min((deadline - before + 999_999) / 1_000_000, 60_000)) : 0
+            _ = poll(&fds, nfds_t(fds.count), timeout)
+            let after = MonotonicClock.nanoseconds()
+            var events = [Int16](repeating: 0, count: running.count)
+            for (slot, index) in polled.enumerated() { events[index] = fds[slot + 1].revents }
+            for (index, exchange) in running.enumerated() { _ = exchange.service(events: events[index], now: after) }
+            settle()
         }
     }
 
-    private func start(_ transfer: HTTPTransfer, _ multi: UnsafeMutableRawPointer) {
-        if transfer.cancelled.load(ordering: .relaxed) {
-            transfer.complete(.failure(transfer.cancelledFailure("cancelled before it started")))
+    private func start(_ exchange: HTTPExchange, _ now: UInt64) {
+        if exchange.cancelled.load(ordering: .relaxed) {
+            exchange.cancel()
             return
         }
-        guard let pool = pool(transfer.pool, client: transfer.client) else {
-            fail([.add(transfer)], function: "curl_share_init", detail: "curl could not make a connection cache")
-            return
+        // The newest idle connection of the pool still open; the ones found closed go.
+        var reuse: ClientConnection?
+        if exchange.mayReuse {
+            while reuse == nil, let at = idle.lastIndex(where: { $0.pool == exchange.pool }) {
+                let found = idle.remove(at: at).connection
+                if found.isIdleAndOpen { reuse = found } else { found.close(clean: false) }
+            }
         }
-        let handle: UnsafeMutableRawPointer
-        do {
-            handle = try transfer.prepare(share: pool.share)
-        } catch {
-            transfer.close()
-            transfer.complete(.failure(error))
-            return
+        running.append(exchange)
+        exchange.start(now, idle: reuse) { (verifying) throws(ClientConnection.Failure) -> OpaquePointer in
+            if let made = contexts[verifying] { return made }
+            let made = try ClientConnection.tlsContext(verifying: verifying)
+            contexts[verifying] = made
+            return made
         }
-        let code = curl_multi_add_handle(multi, handle)
-        guard code == CURLM_OK else {
-            transfer.close()
-            fail([.add(transfer)], function: "curl_multi_add_handle", detail: String(cString: curl_multi_strerror(code)))
-            return
-        }
-        pool.using += 1
-        running[handle] = transfer
     }
 
-    private func stop(_ transfer: HTTPTransfer, _ multi: UnsafeMutableRawPointer) {
-        guard let handle = transfer.handle, running[handle] != nil else { return }
-        end(transfer, handle, multi) { .failure(transfer.cancelledFailure("cancelled")) }
+    /// Lets the finished exchanges go, keeping their connections where they may carry another request.
+    private func settle() {
+        let now = MonotonicClock.nanoseconds()
+        for exchange in running where exchange.isFinished {
+            if let connection = exchange.takeConnection() {
+                idle.append(Idle(connection: connection, pool: exchange.pool, client: exchange.client, since: now))
+                let own = idle.indices.filter { idle[$0].client == exchange.client }
+                for index in own.prefix(max(0, own.count - Self.idleLimitPerClient)).reversed() {
+                    idle.remove(at: index).connection.close(clean: true)
+                }
+            }
+        }
+        running.removeAll { $0.isFinished }
     }
 
-    /// Takes the handle out of the multi (its connection goes back to its pool) and completes the transfer.
-    private func end(_ transfer: HTTPTransfer, _ handle: UnsafeMutableRawPointer, _ multi: UnsafeMutableRawPointer,
-                     _ result: () -> Result<HTTPResponse, HTTPFailure>) {
-        let outcome = result()
-        running[handle] = nil
-        _ = curl_multi_remove_handle(multi, handle)
-        transfer.close()
-        if let pool = pools[transfer.pool] {
-            pool.using -= 1
-            pool.idleSince = .now
-        }
-        transfer.complete(outcome)
-        closeIdlePools(of: transfer.client)
-    }
-
-    private func pool(_ key: String, client: String) -> Pool? {
-        uses += 1
-        if let pool = pools[key] {
-            pool.lastUsed = uses
-            return pool
-        }
-        guard let share = curl_share_init() else { return nil }
-        guard curl_share_data(share, CURL_LOCK_DATA_CONNECT) == CURLSHE_OK,
-              curl_share_data(share, CURL_LOCK_DATA_DNS) == CURLSHE_OK else {
-            curl_share_cleanup(share)
-            return nil
-        }
-        let pool = Pool(share: share, client: client)
-        pool.lastUsed = uses
-        pools[key] = pool
-        return pool
-    }
-
-    /// Closes the pools idle past `idleLimit`, and past `poolLimit` the idle ones of `client` least
-    /// lately used; all idle ones of a client `forgetting`. One client's pools never close another's.
-    private func closeIdlePools(of client: String? = nil, forgetting gone: String? = nil) {
-        let now = ContinuousClock.now
-        var closing = pools.filter { $0.value.using == 0 && (now - $0.value.idleSince >= Self.idleLimit || $0.value.client == gone) }
-        if let client {
-            let own = pools.filter { $0.value.client == client && closing[$0.key] == nil }
-            let idle = own.filter { $0.value.using == 0 }.sorted { $0.value.lastUsed < $1.value.lastUsed }
-            for (key, pool) in idle.prefix(max(0, own.count - Self.poolLimit)) { closing[key] = pool }
-        }
-        for (key, pool) in closing {
-            pools[key] = nil
-            curl_share_cleanup(pool.share)
-        }
+    private func closeIdle(where condition: (Idle) -> Bool) {
+        for kept in idle where condition(kept) { kept.connection.close(clean: true) }
+        idle.removeAll(where: condition)
     }
 }

@@ -27,8 +27,8 @@ public struct HTTPRequest: Sendable, CustomStringConvertible, CustomReflectable 
     /// `verifyPeer` false, also from a certificate nobody vouches for.
     public var wantsKey = false
     public var verifyPeer = true
-    /// The addresses the URL's host must be reached at (pinned at pairing), and no others: curl's
-    /// CURLOPT_RESOLVE, so the name is never looked up afresh. Empty: resolve as usual.
+    /// The addresses the URL's host must be reached at (pinned at pairing), and no others, tried
+    /// in order, so the name is never looked up afresh. Empty: resolve as usual.
     public var addresses: [String] = []
 
     public init(
@@ -57,7 +57,7 @@ public struct HTTPResponse: Sendable, Equatable {
     public let status: Int
     public let contentType: String?
     public let body: Data
-    /// Where a 3xx answer points (curl's absolute form of its Location), never followed.
+    /// Where a 3xx answer points (its Location header as sent; Redirect resolves a relative one), never followed.
     public let location: String?
     /// With `wantsKey`: the server's public key, `sha256/<base64>`.
     public var serverKey: String?
@@ -70,14 +70,14 @@ public struct HTTPResponse: Sendable, Equatable {
     }
 }
 
-/// A request that got no complete answer, with the curl function and code for the log.
+/// A request that got no complete answer, with the step that failed for the log.
 public struct HTTPFailure: Error, Sendable, CustomStringConvertible {
     public let kind: TransferFailure
-    /// The function that failed, such as `curl_multi_perform` (the transfer) or `getaddrinfo`.
+    /// The step that failed: `getaddrinfo`, `connect`, `tls`, `read`, `answer`, `url`, `headers`, `cancel`.
     public let function: String
-    /// Its CURLcode.
+    /// An error number where there is one, else 0.
     public let code: Int
-    /// curl's own text about it.
+    /// What went wrong, in words (never a header's value).
     public let detail: String
     public let method: String
     /// The URL without its query.
@@ -92,5 +92,5 @@ public struct HTTPFailure: Error, Sendable, CustomStringConvertible {
         self.url = url
     }
 
-    public var description: String { "\(method) \(url): \(function) returned \(code) (\(detail))" }
+    public var description: String { "\(method) \(url): \(function) failed (\(detail))" }
 }

@@ -22,17 +22,11 @@ public enum PinMoves {
     }
 
     /// The addresses to pin for a server whose URL names `host`: none when the host is an address
-    /// itself; link-local IPv6 addresses are left out (curl's resolve list cannot carry a zone).
+    /// itself; link-local IPv6 addresses are left out (their zone names an interface of this machine, which may be named otherwise by the next boot).
     public static func pinnable(host: String, resolved: [String]) -> [String] {
         if isAddress(host) { return [] }
         var seen = Set<String>()
         return resolved.filter { !DiscoveredServer.isLinkLocalIPv6($0) && isAddress($0) && seen.insert($0).inserted }
-    }
-
-    /// curl's CURLOPT_RESOLVE entry that sends `host:port` to `addresses` alone, or nil when there are none.
-    public static func resolveEntry(host: String, port: Int, addresses: [String]) -> String? {
-        guard !addresses.isEmpty else { return nil }
-        return "\(host):\(port):" + addresses.map { $0.contains(":") ? "[\($0)]" : $0 }.joined(separator: ",")
     }
 
     /// What Bonjour says now about the pinned server's instance.

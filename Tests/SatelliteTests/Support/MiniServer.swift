@@ -25,7 +25,13 @@ final class MiniServer: Sendable {
 
     /// Waits for the peer to report that a request arrived.
     func requestArrived() async {
-        for await line in output where line.hasPrefix("REQUEST ") { return }
+        _ = await nextRequest()
+    }
+
+    /// The next request the peer reports, as `<method> <path>`.
+    func nextRequest() async -> String? {
+        for await line in output where line.hasPrefix("REQUEST ") { return String(line.dropFirst("REQUEST ".count)) }
+        return nil
     }
 
     /// Runs `body` against a fresh peer and stops the peer afterwards, whatever happens.
@@ -218,6 +224,35 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             for _ in range(64):
                 self.wfile.write(b"x" * 1024)
+            self.close_connection = True
+        elif mode in ("chunked", "bigchunked"):
+            # The answer in chunks of 7 bytes, one with an extension, then a trailer.
+            body = json.dumps({"reply": seen, "via": "local"}).encode() if mode == "chunked" else b"x" * 65536
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for at in range(0, len(body), 7):
+                piece = body[at:at + 7]
+                extension = b";name=value" if at == 7 else b""
+                self.wfile.write(b"%x%s\r\n%s\r\n" % (len(piece), extension, piece))
+            self.wfile.write(b"0\r\nX-Trailer: done\r\n\r\n")
+        elif mode == "badchunk":
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.wfile.write(b"zz\r\nhello\r\n0\r\n\r\n")
+            self.close_connection = True
+        elif mode == "twolengths":
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 4\r\n\r\n{}{}")
+            self.close_connection = True
+        elif mode == "continue":
+            self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            self.send(200, {"reply": "after a continue", "via": "local"})
+        elif mode == "closeafter":
+            # Answers as if it kept the connection, then closes it: the next request must not be lost on it.
+            self.send(200, {"reply": seen, "via": "local"})
+            self.wfile.flush()
             self.close_connection = True
         else:
             self.send(404, {"error": "no such mode"})
