@@ -95,9 +95,9 @@ do {
     fail("Cannot start: \(error.message)", code: 1)
 }
 // Everything the daemon owns is closed and written by now. _exit, not exit: exit runs
-// the C libraries' teardown (OpenSSL's among them) while a library thread that has
-// not yet wound down (libcurl's) may still be inside them, which
-// crashed a test daemon once in a few hundred stops.
+// the C libraries' teardown (OpenSSL's among them) while a thread that has not
+// yet wound down (the http or audio thread) may still be inside them, which
+// crashed a test daemon once in a few hundred stops (when libcurl's was such a thread).
 // A part that failed (the journal said which) ends the daemon non-zero, so systemd restarts it.
 if case .failed = ending { _exit(1) }
 _exit(0)

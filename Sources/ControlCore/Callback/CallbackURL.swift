@@ -1,8 +1,8 @@
 // Where a request's result is sent when it ends (`--callback URL`), checked
 // once here by both programs, and how the outcome is added to it. Easy to get
 // wrong: the caller's own query must be kept as it came, the outcome's names
-// must not collide with it, and a user name or password in the URL would make
-// curl send an Authorization header, so it is refused: nothing that looks like
+// must not collide with it, and a user name or password in the URL would be
+// sent as an Authorization header by most HTTP clients, so it is refused: nothing that looks like
 // a credential ever leaves with a callback.
 
 /// An `http` or `https` URL to call with a request's outcome.

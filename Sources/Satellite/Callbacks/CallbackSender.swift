@@ -1,6 +1,6 @@
 // Hands a request's result to the caller's callback URL (docs/callbacks.md).
 // The daemon itself does it, so the result arrives even when the caller has
-// gone. Each delivery runs as a child of `run()` (curl on a thread of its own),
+// gone. Each delivery runs as a child of `run()` (its HTTP on HTTPLoop's thread),
 // so it never holds up the voice path or the result to a caller still
 // connected, and `shutdown` ends them all before `run()` returns. Easy to get wrong: the request carries no Authorization header and
 // no token (HTTPClient adds no header it is not given, and follows no

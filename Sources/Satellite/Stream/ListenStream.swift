@@ -167,7 +167,7 @@ public actor ListenStream {
                                                  addresses: Self.turned(target.place.addresses, by: addressTurn))
             place = target.place
             let ending = await session(client, url: url, room: room)
-            // The next attempt tries the pinned server's next address (curl tries them all by itself).
+            // The next attempt tries the pinned server's next address (an HTTP request tries them all by itself).
             if ending == .refused { addressTurn &+= 1 }
             if Task.isCancelled { break }
             if let why = closing {

@@ -1,7 +1,7 @@
 // The addresses a host name stands for now, by getaddrinfo (nss: /etc/hosts,
 // DNS, mDNS with libnss-mdns), at pinning, and before a request to a host
-// nobody pinned (HTTPClient hands curl the answer, so curl starts no resolver
-// thread of its own): after pinning the server is reached at the addresses
+// nobody pinned (HTTPClient hands the answer to the request, so the HTTP
+// thread never waits on DNS): after pinning the server is reached at the addresses
 // recorded then (PinMoves); and before the /listen socket connects
 // (WebSocketClient). getaddrinfo blocks, so it runs on BlockingThread.lookups.
 import Glibc

@@ -1,6 +1,6 @@
 // What the daemon keeps of its code in memory. Starting runs far more code than
-// the steady state does (the config, the first /health, curl's and TLS's
-// set-up, the model's loading), and the kernel maps up to 64 KiB around every
+// the steady state does (the config, the first /health, TLS's set-up
+// for an https server, the model's loading), and the kernel maps up to 64 KiB around every
 // page a fault touches: a streaming daemon had 23 MiB of its files resident
 // and went on to use a third of them. So 10 s after start, and once an hour
 // after, the pages of every loaded object's code and constants are unmapped

@@ -1,5 +1,5 @@
 // A thread of our own, for the blocking C calls kept off Swift's cooperative pool
-// (ALSA and the /listen socket, curl's multi loop, the control socket's poll
+// (ALSA and the /listen socket, the HTTP loop, the control socket's poll
 // loop, the blocking calls): what Foundation's Thread did, without Foundation,
 // which the daemon no longer links (FoundationEssentials has no Thread). Its name reaches the kernel, so `top -H` and /proc say which is which.
 import Glibc

@@ -57,7 +57,7 @@ public struct DiscoveredServer: Sendable, Equatable {
     /// Where requests would go. A host name with a dot (den.local) is used as it
     /// is, since it outlives address changes; otherwise the best address: IPv4,
     /// then a global IPv6, and a link-local IPv6 only when there is nothing else,
-    /// with its zone written `%25` (RFC 6874), which curl understands.
+    /// with its zone written `%25` (RFC 6874), which ServerTarget reads back.
     public var url: String {
         if host.contains(".") || addresses.isEmpty { return "http://\(host):\(port)" }
         let address = addresses[0]

@@ -1,4 +1,4 @@
-// What the Parlour server's HTTP answers mean, kept apart from libcurl so every
+// What the Parlour server's HTTP answers mean, kept apart from the HTTP client so every
 // status and every malformed body can be tested without a network. Easy to get
 // wrong: the server's own refusal text must pass through unchanged, and no
 // message may carry the token or a URL's query (parlour-protocol.md 1.2, 1.3).
@@ -56,8 +56,8 @@ public struct VoiceAnswer: Sendable, Equatable {
     }
 }
 
-/// How a request ended without an HTTP answer. The HTTP client sorts curl's
-/// codes into these; `ServerAnswers.failure` says what each means to a person.
+/// How a request ended without an HTTP answer. The HTTP client sorts its
+/// failures into these; `ServerAnswers.failure` says what each means to a person.
 public enum TransferFailure: Sendable, Equatable {
     case couldNotConnect
     case couldNotResolve
@@ -137,7 +137,7 @@ public enum ServerAnswers {
     /// The error for a request that got no complete answer.
     /// - Parameters:
     ///   - url: the address as `displayURL` gives it, never with its query.
-    ///   - detail: curl's own text, used only when nothing better can be said.
+    ///   - detail: the HTTP client's own text, used only when nothing better can be said.
     public static func failure(_ kind: TransferFailure, route: ServerRoute, url: String, detail: String) -> SatelliteError {
         switch kind {
         case .couldNotConnect:
