@@ -1,7 +1,6 @@
 // OpenSSL for Swift: the SHA-256 of a certificate's public key (its DER
-// SubjectPublicKeyInfo), which is what pin.json's "key" and curl's
-// CURLOPT_PINNEDPUBLICKEY pin; and the macros a wss:// connection
-// (WebSocketClient) needs, as functions Swift can call.
+// SubjectPublicKeyInfo), which is what pin.json's "key" pins; and the macros
+// an https or wss connection (ClientConnection) needs, as functions Swift can call.
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -21,7 +20,7 @@ static inline int copenssl_spki_sha256(X509 *cert, unsigned char digest[32]) {
     return ok == 1 && size == 32 ? 0 : -1;
 }
 
-/// The same for a certificate in PEM text (as curl's CURLINFO_CERTINFO gives it); 0 on success.
+/// The same for a certificate in PEM text (a test compares a certificate file with what was pinned); 0 on success.
 static inline int copenssl_pem_spki_sha256(const char *pem, unsigned char digest[32]) {
     BIO *bio = BIO_new_mem_buf(pem, -1);
     if (!bio) return -1;
@@ -32,16 +31,6 @@ static inline int copenssl_pem_spki_sha256(const char *pem, unsigned char digest
     X509_free(cert);
     return result;
 }
-
-/// In a verification callback: the SHA-256 of the certificate being checked, and its depth (0: the server's own).
-static inline int copenssl_store_spki_sha256(void *store, unsigned char digest[32], int *depth) {
-    X509_STORE_CTX *ctx = (X509_STORE_CTX *)store;
-    *depth = X509_STORE_CTX_get_error_depth(ctx);
-    return copenssl_spki_sha256(X509_STORE_CTX_get_current_cert(ctx), digest);
-}
-
-/// In a verification callback: overrules OpenSSL's verdict on the certificate being checked.
-static inline void copenssl_store_accept(void *store) { X509_STORE_CTX_set_error((X509_STORE_CTX *)store, X509_V_OK); }
 
 /// SNI: the name the server is asked for (SSL_set_tlsext_host_name is a macro).
 static inline int copenssl_set_server_name(SSL *ssl, const char *name) { return (int)SSL_set_tlsext_host_name(ssl, name); }
@@ -60,10 +49,4 @@ static inline int copenssl_peer_spki_sha256(SSL *ssl, unsigned char digest[32]) 
     int result = copenssl_spki_sha256(cert, digest);
     X509_free(cert);
     return result;
-}
-
-/// The SHA-1 of `data` (the handshake's Sec-WebSocket-Accept, RFC 6455 4.2.2); 0 on success.
-static inline int copenssl_sha1(const void *data, size_t length, unsigned char digest[20]) {
-    unsigned int size = 0;
-    return EVP_Digest(data, length, digest, &size, EVP_sha1(), NULL) == 1 && size == 20 ? 0 : -1;
 }

@@ -39,6 +39,7 @@ final class ClientConnection {
 
     enum Progress { case working, ready, failed(Failure) }
 
+    /// A read or write's outcome; `end`'s reason is nil for a clean end (TCP's FIN, TLS's close notify).
     enum IO { case bytes(Int), wait, end(String?) }
 
     /// How long one of several addresses may take to connect before the next is tried.
@@ -241,8 +242,9 @@ final class ClientConnection {
             return .wait
         case SSL_ERROR_ZERO_RETURN: return .end(nil)
         case SSL_ERROR_SYSCALL:
+            // With errno 0 the peer hung up without TLS's close notify: what follows may have been cut off.
             tlsFatal = true
-            return .end(errno != 0 ? Self.describe(errno) : nil)
+            return .end(errno != 0 ? Self.describe(errno) : "the connection was cut without TLS's close notify")
         default:
             tlsFatal = true
             return .end(Self.tlsError())

@@ -39,7 +39,7 @@ final class HTTPExchange: @unchecked Sendable {
     /// The most bytes an answer's head (or a chunked body's trailers) may have.
     static let maxHeadBytes = 65536
     /// The most bytes read in one wake-up, so one fast answer cannot hold up the others.
-    static let maxReadPerWake = 1 << 20
+    static let maxReadPerWake = 256 << 10
 
     private enum Phase { case waiting, connecting, exchanging, finished }
 
@@ -59,7 +59,14 @@ final class HTTPExchange: @unchecked Sendable {
     private var security: ClientConnection.Security?
     private var out: [UInt8] = []
     private var outAt = 0
+    /// Bytes read; those before `consumed` are taken apart already (dropped once a parse is done,
+    /// so many small chunks cost no copying of what follows each).
     private var input: [UInt8] = []
+    private var consumed = 0
+    /// Where the search for the next line's end goes on from.
+    private var lineSearchedTo = 0
+    /// The head says the connection cannot carry another request after this answer.
+    private var lastOnConnection = false
     private var scratch = [UInt8](repeating: 0, count: 65536)
     private var headSearchedTo = 0
     private var head: AnswerHead?
@@ -81,9 +88,13 @@ final class HTTPExchange: @unchecked Sendable {
         self.bus = bus
         self.done = done
         self.client = client
-        let address = ServerAddress(request.url)
-        pool = [client, address?.scheme ?? "", address?.host.lowercased() ?? "", String(address?.port ?? 0),
-                request.addresses.joined(separator: ","), request.pinnedKey ?? "", String(request.verifyPeer)].joined(separator: "\n")
+        // From the same reading of the URL as the connection's own (ServerTarget): a URL read two
+        // ways could share a key with a connection to another server. One that cannot be read never
+        // connects, and shares nothing: a key of its own.
+        let target = try? ServerTarget(url: request.url, schemes: ("http", "https"))
+        pool = target.map { [client, $0.secure ? "https" : "http", $0.name.lowercased(), String($0.port),
+                             request.addresses.joined(separator: ","), request.pinnedKey ?? "", String(request.verifyPeer)].joined(separator: "\n") }
+            ?? "\(client)\nunusable \(UInt64.random(in: .min ... .max))"
     }
 
     var isFinished: Bool { phase == .finished }
@@ -153,6 +164,8 @@ final class HTTPExchange: @unchecked Sendable {
     }
 
     private func connect(_ now: UInt64) {
+        // A request sent again on a new connection has its own time to connect, within the total.
+        connectBy = min(now + MonotonicClock.nanoseconds(in: request.connectTimeout), totalBy)
         let connection = ClientConnection(addresses: addresses, security: security)
         self.connection = connection
         reused = false
@@ -228,7 +241,7 @@ final class HTTPExchange: @unchecked Sendable {
             case .end(let why):
                 // The server may have answered already (and closed without reading the rest): read what it said.
                 receive(now)
-                if phase == .exchanging { ended(why, now) }
+                if phase == .exchanging && self.connection === connection { ended(why, now) }
                 return
             }
         }
@@ -254,14 +267,14 @@ final class HTTPExchange: @unchecked Sendable {
     }
 
     /// The connection ended: the end of a body read to the close, or an answer cut short.
+    /// `why` is nil for a clean end: TCP's FIN, or TLS's close notify (a cut without it may be an attacker's).
     private func ended(_ why: String?, _ now: UInt64) {
-        if head != nil, case .untilClose = framing {
-            body.append(contentsOf: input)
-            input = []
+        if head != nil, case .untilClose = framing, why == nil {
             return finish(reuse: false)
         }
-        // A pooled connection the server had closed meanwhile: once more, on a new one.
-        if reused && head == nil && input.isEmpty {
+        // A pooled connection the server had closed meanwhile: once more, on a new one. Not a POST:
+        // the server may have read it and acted before it closed, and /voice must not run twice.
+        if reused && head == nil && input.isEmpty && Self.safeToRepeat.contains(request.method) {
             connection?.close(clean: false)
             outAt = 0
             return connect(now)
@@ -269,17 +282,34 @@ final class HTTPExchange: @unchecked Sendable {
         fail(.closedMidAnswer, "read", "the connection closed before the answer was whole" + (why.map { " (\($0))" } ?? ""))
     }
 
+    /// The methods sent again on a new connection when a pooled one turns out closed (RFC 9110, 9.2.2).
+    private static let safeToRepeat: Set = ["GET", "HEAD", "OPTIONS", "PUT", "DELETE"]
+
+    /// Bytes read and not yet taken apart.
+    private var unread: Int { input.count - consumed }
+
     /// Takes apart what has come, as far as it goes.
     private func parse() {
+        defer {
+            if consumed > 0 {
+                input.removeFirst(min(consumed, input.count))
+                headSearchedTo = max(0, headSearchedTo - consumed)
+                lineSearchedTo = max(0, lineSearchedTo - consumed)
+                consumed = 0
+            }
+        }
         while phase == .exchanging {
             guard head != nil else {
-                guard let end = HTTPHead.end(in: input, searchedTo: &headSearchedTo) else {
-                    if input.count > Self.maxHeadBytes { fail(.other, "answer", "the server's answer has no end of its head within \(Self.maxHeadBytes) bytes") }
+                headSearchedTo = max(headSearchedTo, consumed)
+                let end = HTTPHead.end(in: input, searchedTo: &headSearchedTo)
+                guard let end, end - consumed <= Self.maxHeadBytes else {
+                    if end != nil || unread > Self.maxHeadBytes {
+                        fail(.other, "answer", "the server's answer has no end of its head within \(Self.maxHeadBytes) bytes")
+                    }
                     return
                 }
-                let found = AnswerHead(input[..<(end - 4)])
-                input.removeFirst(end)
-                headSearchedTo = 0
+                let found = AnswerHead(input[consumed ..< (end - 4)])
+                consumed = end
                 guard let status = found.status else { return fail(.other, "answer", "the server's answer is not HTTP") }
                 // 100 Continue and the like come before the answer.
                 if (100..<200).contains(status) {
@@ -293,17 +323,17 @@ final class HTTPExchange: @unchecked Sendable {
             }
             switch framing {
             case .none:
-                return finish(reuse: input.isEmpty)
+                return finish(reuse: unread == 0)
             case .length(let length):
-                let take = min(length - body.count, input.count)
-                body.append(contentsOf: input[..<take])
-                input.removeFirst(take)
-                if body.count == length { return finish(reuse: input.isEmpty) }
+                let take = min(length - body.count, unread)
+                body.append(contentsOf: input[consumed ..< consumed + take])
+                consumed += take
+                if body.count == length { return finish(reuse: unread == 0) }
                 return
             case .untilClose:
-                guard body.count + input.count <= limit else { return fail(.tooLarge(limit: limit), "answer", "the answer is over \(limit) bytes") }
-                body.append(contentsOf: input)
-                input = []
+                guard body.count + unread <= limit else { return fail(.tooLarge(limit: limit), "answer", "the answer is over \(limit) bytes") }
+                body.append(contentsOf: input[consumed...])
+                consumed = input.count
                 return
             case .chunked:
                 guard chunked() else { return }
@@ -313,8 +343,16 @@ final class HTTPExchange: @unchecked Sendable {
 
     /// How the answer's body is framed; nil (and failed) when the head says something impossible.
     private func framing(of head: AnswerHead, status: Int) -> Framing? {
-        if request.method == "HEAD" || status == 204 || status == 304 { return Framing.none }
+        let lengthSaid = !head.values("content-length").isEmpty
+        if request.method == "HEAD" || status == 204 || status == 304 {
+            // A 204 may have no body nor say it has one: one that does may send it after all (HEAD's
+            // and 304's lengths are the resource's, and normal).
+            lastOnConnection = status == 204 && (lengthSaid || !head.values("transfer-encoding").isEmpty)
+            return Framing.none
+        }
         if !head.values("transfer-encoding").isEmpty {
+            // Both a length and chunks: a server (or a proxy) that may read the body either way (RFC 9112, 6.3).
+            lastOnConnection = lengthSaid
             // Chunked last: its chunks say where the body ends. Anything else runs to the close.
             let codings = head.values("transfer-encoding").flatMap { $0.split(separator: ",") }.map { AnswerHead.trimmed($0).lowercased() }
             return codings.last == "chunked" ? .chunked : .untilClose
@@ -338,9 +376,11 @@ final class HTTPExchange: @unchecked Sendable {
         switch chunk {
         case .size:
             guard let line = takeLine(within: 4096) else { return false }
-            // The size in hex, then perhaps extensions after ";", which mean nothing here.
+            // The size in hex, then perhaps extensions after ";", which mean nothing here. Hex digits
+            // alone: Int(_:radix:) would take a sign, and a size of -1 would never be read past.
             let digits = line.prefix { $0 != UInt8(ascii: ";") && $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }
-            guard !digits.isEmpty, digits.count <= 15, let size = Int(String(decoding: digits, as: UTF8.self), radix: 16) else {
+            guard !digits.isEmpty, digits.count <= 15, digits.allSatisfy(Self.isHexDigit),
+                  let size = Int(String(decoding: digits, as: UTF8.self), radix: 16) else {
                 fail(.other, "answer", "the server's chunked answer has a chunk size that is not a number")
                 return false
             }
@@ -350,10 +390,10 @@ final class HTTPExchange: @unchecked Sendable {
             }
             chunk = size == 0 ? .trailers : .data(size)
         case .data(let left):
-            let take = min(left, input.count)
+            let take = min(left, unread)
             guard take > 0 else { return false }
-            body.append(contentsOf: input[..<take])
-            input.removeFirst(take)
+            body.append(contentsOf: input[consumed ..< consumed + take])
+            consumed += take
             chunk = left == take ? .dataEnd : .data(left - take)
         case .dataEnd:
             guard let line = takeLine(within: 2) else { return false }
@@ -365,7 +405,7 @@ final class HTTPExchange: @unchecked Sendable {
         case .trailers:
             guard let line = takeLine(within: Self.maxHeadBytes - trailerBytes) else { return false }
             trailerBytes += line.count + 2
-            if line.isEmpty { finish(reuse: input.isEmpty) }
+            if line.isEmpty { finish(reuse: unread == 0) }
         }
         return phase == .exchanging
     }
@@ -373,23 +413,29 @@ final class HTTPExchange: @unchecked Sendable {
     /// The next line of `input` without its CR LF, taken out; nil until it has all come. A line
     /// longer than `within` fails the exchange.
     private func takeLine(within: Int) -> [UInt8]? {
-        var index = 0
+        var index = max(lineSearchedTo, consumed)
         while index + 1 < input.count {
             if input[index] == 13 && input[index + 1] == 10 {
-                let line = Array(input[..<index])
-                input.removeFirst(index + 2)
+                let line = Array(input[consumed ..< index])
+                consumed = index + 2
+                lineSearchedTo = consumed
                 return line
             }
             index += 1
         }
-        if input.count > within + 1 { fail(.other, "answer", "the server's chunked answer has a line too long") }
+        lineSearchedTo = index
+        if unread > within + 1 { fail(.other, "answer", "the server's chunked answer has a line too long") }
         return nil
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        (0x30...0x39).contains(byte) || (0x41...0x46).contains(byte) || (0x61...0x66).contains(byte)
     }
 
     /// The whole answer is in.
     private func finish(reuse: Bool) {
         guard let head, let status = head.status else { return }
-        let keepsOpen = head.version == "HTTP/1.1" && !head.lists("connection", "close")
+        let keepsOpen = head.version == "HTTP/1.1" && !head.lists("connection", "close") && !lastOnConnection
         reusable = reuse && keepsOpen && outAt == out.count && mayReuse
         var response = HTTPResponse(status: status, contentType: head.header("content-type"), body: body,
                                     location: (300..<400).contains(status) ? head.header("location") : nil)

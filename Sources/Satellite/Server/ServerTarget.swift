@@ -32,6 +32,8 @@ struct ServerTarget {
         // A user in the URL is never turned into an Authorization header: CallbackURL refuses it, and here it is dropped.
         guard let host = parts.host, !host.isEmpty else { throw Unusable(reason: "it has no host") }
         name = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        // The host comes back with its escapes undone: "%0D%0A" would start a header of the URL's choosing.
+        guard name.utf8.allSatisfy(Self.hostBytes.contains) else { throw Unusable(reason: "its host holds characters no host name has") }
         let defaultPort = secure ? 443 : 80
         port = parts.port ?? defaultPort
         guard (1...65535).contains(port) else { throw Unusable(reason: "its port is out of range") }
@@ -41,5 +43,9 @@ struct ServerTarget {
         hostHeader = port == defaultPort ? shownHost : "\(shownHost):\(port)"
         let path = parts.percentEncodedPath.isEmpty ? "/" : parts.percentEncodedPath
         pathAndQuery = parts.percentEncodedQuery.map { "\(path)?\($0)" } ?? path
+        guard pathAndQuery.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else { throw Unusable(reason: "its path holds a space or a control character") }
     }
+
+    /// What a host name, an IPv4 or IPv6 address (with a zone after "%") may hold.
+    private static let hostBytes = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:%".utf8)
 }

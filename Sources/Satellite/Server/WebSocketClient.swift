@@ -279,7 +279,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
                 throw WebSocketError(function: "headers", detail: error.reason)
             }
             out = [Array(request.utf8)]
-            acceptKey = try Self.accept(key)
+            acceptKey = Self.accept(key)
             let found = pinned.isEmpty ? NameLookup.resolve(target.name, port: target.port, numeric: false)
                 : pinned.flatMap { NameLookup.resolve($0, port: target.port, numeric: true) }
             guard !found.isEmpty else {
@@ -301,13 +301,8 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     }
 
     /// The Sec-WebSocket-Accept a server must answer `key` with (RFC 6455, 4.2.2).
-    private static func accept(_ key: String) throws(WebSocketError) -> String {
-        let text = Array((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8)
-        var digest = [UInt8](repeating: 0, count: 20)
-        guard copenssl_sha1(text, text.count, &digest) == 0 else {
-            throw WebSocketError(function: "handshake", detail: "SHA-1 failed: \(ClientConnection.tlsError())")
-        }
-        return Data(digest).base64EncodedString()
+    private static func accept(_ key: String) -> String {
+        Data(SHA1.digest(Array((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8))).base64EncodedString()
     }
 
     // MARK: The audio thread

@@ -177,6 +177,9 @@ class Handler(BaseHTTPRequestHandler):
             "expect": self.headers.get("Expect"),
             "body": base64.b64encode(body).decode(),
             "peerPort": self.client_address[1],
+            "host": self.headers.get("Host"),
+            "injected": self.headers.get("X-Injected"),
+            "serverPort": self.server.server_address[1],
         })
         if mode.startswith("slow"):
             time.sleep(30)
@@ -249,6 +252,39 @@ class Handler(BaseHTTPRequestHandler):
         elif mode == "continue":
             self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
             self.send(200, {"reply": "after a continue", "via": "local"})
+        elif mode == "negchunk":
+            # A chunk size of -1, then a stream of bytes: must not be buffered without end.
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-1\r\n")
+            try:
+                for _ in range(256):
+                    self.wfile.write(b"x" * (1 << 20))
+            except Exception:
+                pass
+            self.close_connection = True
+        elif mode == "postonce":
+            # The first request on a connection is answered; the next is read whole, then the connection
+            # closes unanswered, after the seconds the query gives.
+            self.count = getattr(self, "count", 0) + 1
+            if self.count == 1:
+                self.send(200, {"reply": seen, "via": "local"})
+            else:
+                time.sleep(float(query or "0"))
+                self.close_connection = True
+        elif mode == "resetbody":
+            # No length: the body runs to the close, but the connection is reset, not closed.
+            import struct
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n" + b"partial" * 100)
+            self.wfile.flush()
+            time.sleep(0.3)
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+            self.close_connection = True
+        elif mode == "tinychunks":
+            # The body in one-byte chunks, as many as the query says.
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.wfile.write(b"1\r\nx\r\n" * int(query or "1048576") + b"0\r\n\r\n")
         elif mode == "closeafter":
             # Answers as if it kept the connection, then closes it: the next request must not be lost on it.
             self.send(200, {"reply": seen, "via": "local"})
