@@ -274,6 +274,22 @@ def tracer_kb(pid):
     return total
 
 
+def resident_by_mapping(pid, shown=8):
+    """Where the resident memory is, by the object (or [heap], [stack], anonymous) each mapping
+    holds, largest first: the first `shown`, then the rest together. The tracer's own pages are left out."""
+    sizes, name = {}, None
+    for line in proc_file(pid, "smaps").splitlines():
+        if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
+            fields = line.split(None, 5)
+            name = os.path.basename(fields[5].strip()) if len(fields) > 5 and fields[5].strip() else "[anon]"
+        elif line.startswith("Rss:") and name != "trace.bin":
+            sizes[name] = sizes.get(name, 0) + int(line.split()[1])
+    ranked = sorted(sizes.items(), key=lambda item: -item[1])
+    parts = [f"{name} {kb / 1024:.2f}" for name, kb in ranked[:shown]]
+    rest = sum(kb for _, kb in ranked[shown:])
+    return ", ".join(parts + [f"the other {len(ranked) - shown} {rest / 1024:.2f}", f"total {sum(sizes.values()) / 1024:.2f}"])
+
+
 def own_status(pid):
     """proc_status with VmRSS, VmHWM and RssFile less the tracer's pages (see tracer_kb)."""
     status = proc_status(pid)
@@ -896,6 +912,7 @@ pcm.benchspeaker {{ type plug slave {{ pcm "benchspeaker_file" format S16_LE rat
             runs = ours.threads[0].runs_by_name()
             self.notes.append(f"Stream run {number}: times on a CPU by thread: "
                               + ", ".join(f"{name} {count / ours.length:.1f}/s" for name, count in sorted(runs.items())))
+            self.notes.append(f"Stream run {number}: resident by mapping (smaps, MiB): " + resident_by_mapping(daemon.pid))
             # Read before the daemon stops: the names are in /proc only while it runs.
             by_name = ours.threads[0].seconds_by_name()
             FIG["stream_threads"].samples.append(len(os.listdir(f"/proc/{daemon.pid}/task")))

@@ -20,6 +20,7 @@
 
 #include <fcntl.h>
 #include <link.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
@@ -111,3 +112,5 @@ size_t parlour_unmap_code(int *refused) {
     *refused = pages.refused;
     return pages.advised;
 }
+
+int parlour_trim_heap(void) { return malloc_trim(0); }

@@ -153,11 +153,12 @@ struct ServerAnswersTests {
         (.timeout(seconds: 60), .timeout),
         (.closedMidAnswer, .badAnswer),
         (.tooLarge(limit: 16 << 20), .badAnswer),
+        (.malformed, .badAnswer),
         (.cancelled, .internalError),
         (.other, .serverUnreachable),
     ])
     func transferFailure(kind: TransferFailure, code: ErrorCode) {
-        #expect(ServerAnswers.failure(kind, route: .voice, url: "http://den.local:8765/voice", detail: "curl said so").code == code)
+        #expect(ServerAnswers.failure(kind, route: .voice, url: "http://den.local:8765/voice", detail: "the client said so").code == code)
     }
 
     @Test("an unreachable server is named with its URL and the reason")
@@ -176,6 +177,8 @@ struct ServerAnswersTests {
         #expect(ServerAnswers.failure(.closedMidAnswer, route: .voice, url: "u", detail: "").message == "The server closed the connection in the middle of its answer to /voice.")
         #expect(ServerAnswers.failure(.tooLarge(limit: 16 << 20), route: .voice, url: "u", detail: "").message.contains("larger than 16 MiB"))
         #expect(ServerAnswers.failure(.tooLarge(limit: 1000), route: .voice, url: "u", detail: "").message.contains("larger than 1000 bytes"))
+        #expect(ServerAnswers.failure(.malformed, route: .ask, url: "u", detail: "the server's answer is not HTTP").message
+            == "The server's answer to /ask could not be read: the server's answer is not HTTP.")
     }
 
     @Test("a URL is shown without its query, fragment or user info", arguments: [

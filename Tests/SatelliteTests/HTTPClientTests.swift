@@ -157,7 +157,7 @@ struct HTTPClientTests {
     func badFraming(mode: String) async throws {
         try await MiniServer.with { server in
             let failed = await kind(of: HTTPRequest(method: "GET", url: server.url(mode) + "/x"))
-            #expect(failed?.0 == .other)
+            #expect(failed?.0 == .malformed)
             #expect(failed?.1.function == "answer")
         }
     }
@@ -204,7 +204,7 @@ struct HTTPClientTests {
             // Before: the 256 MiB that follow were held until the total timeout.
             let failed = await kind(of: HTTPRequest(method: "GET", url: server.url("negchunk") + "/x", totalTimeout: .seconds(20)),
                                     client: HTTPClient(bodyLimit: 4096))
-            #expect(failed?.0 == .other)
+            #expect(failed?.0 == .malformed)
             #expect(failed?.1.detail.contains("chunk size") == true)
         }
     }

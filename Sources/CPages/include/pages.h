@@ -8,3 +8,7 @@ int parlour_pages_prepare(void);
 /// constants) that are still the file's. Returns how many bytes were unmapped; `refused` is how
 /// many ranges the kernel refused, or -1 when pagemap was never opened (nothing was done).
 size_t parlour_unmap_code(int *refused);
+
+/// Gives the heap's free pages back to the kernel, in every arena (malloc_trim(0), which Swift's
+/// Glibc module does not declare). Returns 1 when some memory was released.
+int parlour_trim_heap(void);

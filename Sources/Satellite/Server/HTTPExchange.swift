@@ -304,16 +304,16 @@ final class HTTPExchange: @unchecked Sendable {
                 let end = HTTPHead.end(in: input, searchedTo: &headSearchedTo)
                 guard let end, end - consumed <= Self.maxHeadBytes else {
                     if end != nil || unread > Self.maxHeadBytes {
-                        fail(.other, "answer", "the server's answer has no end of its head within \(Self.maxHeadBytes) bytes")
+                        fail(.malformed, "answer", "the server's answer has no end of its head within \(Self.maxHeadBytes) bytes")
                     }
                     return
                 }
                 let found = AnswerHead(input[consumed ..< (end - 4)])
                 consumed = end
-                guard let status = found.status else { return fail(.other, "answer", "the server's answer is not HTTP") }
+                guard let status = found.status else { return fail(.malformed, "answer", "the server's answer is not HTTP") }
                 // 100 Continue and the like come before the answer.
                 if (100..<200).contains(status) {
-                    if status == 101 { return fail(.other, "answer", "the server switched protocols") }
+                    if status == 101 { return fail(.malformed, "answer", "the server switched protocols") }
                     continue
                 }
                 guard let framing = framing(of: found, status: status) else { return }
@@ -361,7 +361,7 @@ final class HTTPExchange: @unchecked Sendable {
         guard let text = lengths.first else { return .untilClose }
         guard lengths.count == 1, !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
               let length = Int(text) else {
-            fail(.other, "answer", "the server's answer has a Content-Length that is not one number")
+            fail(.malformed, "answer", "the server's answer has a Content-Length that is not one number")
             return nil
         }
         guard length <= limit else {
@@ -381,7 +381,7 @@ final class HTTPExchange: @unchecked Sendable {
             let digits = line.prefix { $0 != UInt8(ascii: ";") && $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }
             guard !digits.isEmpty, digits.count <= 15, digits.allSatisfy(Self.isHexDigit),
                   let size = Int(String(decoding: digits, as: UTF8.self), radix: 16) else {
-                fail(.other, "answer", "the server's chunked answer has a chunk size that is not a number")
+                fail(.malformed, "answer", "the server's chunked answer has a chunk size that is not a number")
                 return false
             }
             guard body.count + size <= limit else {
@@ -398,7 +398,7 @@ final class HTTPExchange: @unchecked Sendable {
         case .dataEnd:
             guard let line = takeLine(within: 2) else { return false }
             guard line.isEmpty else {
-                fail(.other, "answer", "the server's chunked answer has a chunk longer than its size")
+                fail(.malformed, "answer", "the server's chunked answer has a chunk longer than its size")
                 return false
             }
             chunk = .size
@@ -424,7 +424,7 @@ final class HTTPExchange: @unchecked Sendable {
             index += 1
         }
         lineSearchedTo = index
-        if unread > within + 1 { fail(.other, "answer", "the server's chunked answer has a line too long") }
+        if unread > within + 1 { fail(.malformed, "answer", "the server's chunked answer has a line too long") }
         return nil
     }
 

@@ -53,6 +53,9 @@ public enum ResidentPages {
             do { try await Task.sleep(for: wait) } catch { return }
             let before = residentFileKB()
             let (bytes, refused) = unmap()
+            // The heap's free pages go back too: start-up's allocations (the config, the first
+            // answers, the model's loading) were freed, but malloc keeps their pages, in every arena.
+            _ = parlour_trim_heap()
             let after = residentFileKB()
             bus.notice(.debug, "Code unmapped.", ["bytes": String(bytes), "refused": String(refused),
                                                   "rss_file_before_kb": String(before), "rss_file_after_kb": String(after)])

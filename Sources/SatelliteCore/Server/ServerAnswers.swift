@@ -68,6 +68,8 @@ public enum TransferFailure: Sendable, Equatable {
     /// The connection closed before the answer was complete.
     case closedMidAnswer
     case tooLarge(limit: Int)
+    /// An answer that is not HTTP, or whose framing could be read two ways (say why in the detail).
+    case malformed
     case cancelled
     /// The https server showed another public key than the one pinned; nothing was sent.
     case keyChanged(pinned: String)
@@ -152,6 +154,8 @@ public enum ServerAnswers {
             return SatelliteError(.badAnswer, "The server closed the connection in the middle of its answer to \(route.rawValue).")
         case .tooLarge(let limit):
             return SatelliteError(.badAnswer, "The server's answer to \(route.rawValue) is larger than \(size(limit)), more than the satellite accepts.")
+        case .malformed:
+            return SatelliteError(.badAnswer, "The server's answer to \(route.rawValue) could not be read: \(detail).")
         case .cancelled:
             // Whoever cancelled knows why, and reports its own CancelReason.
             return SatelliteError(.internalError, "The request to \(route.rawValue) was cancelled.")
