@@ -22,7 +22,8 @@ let package = Package(
         // Headers only: OfflineVoice opens libespeak-ng with dlopen (Sources/CEspeak/shim.h says why).
         .systemLibrary(name: "CEspeak", providers: [.apt(["libespeak-ng-dev"])]),
         .systemLibrary(name: "CSpawn"),
-        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // OpenSSL by dlopen on the first https or wss connection (include/tls.h says why): headers only, nothing linked.
+        .target(name: "COpenSSL"),
         .systemLibrary(name: "CPrctl"),
         // TensorFlow Lite's C API for the local wake word: declarations only, the library is dlopened.
         .systemLibrary(name: "CTFLite"),

@@ -333,7 +333,7 @@ struct WebSocketClientTests {
         try await Subprocess.check("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
                                                         "-subj", "/CN=elsewhere.invalid", "-keyout", key, "-out", cert])
         var digest = [UInt8](repeating: 0, count: 32)
-        #expect(copenssl_pem_spki_sha256(try String(contentsOfFile: cert, encoding: .utf8), &digest) == 0)
+        #expect(tls_pem_spki_sha256(try String(contentsOfFile: cert, encoding: .utf8), &digest) == 0)
         let shown = ServerKey.text(digest: digest)
         let peer = try await RawPeer.start(certificate: cert, key: key)
         defer { peer.stop() }

@@ -140,15 +140,15 @@ final class ClientConnection {
             isReady = true
             return .ready
         }
-        ERR_clear_error()
-        guard let made = SSL_new(security.context) else { return .failed(.tls("SSL_new failed: \(Self.tlsError())")) }
+        tls_ERR_clear_error()
+        guard let made = tls_SSL_new(security.context) else { return .failed(.tls("SSL_new failed: \(Self.tlsError())")) }
         ssl = made
-        SSL_set_connect_state(made)
-        copenssl_allow_partial_writes(made)
+        tls_SSL_set_connect_state(made)
+        tls_SSL_allow_partial_writes(made)
         // A check that could not be set up fails the connection rather than go unchecked.
-        guard SSL_set_fd(made, fd) == 1,
-              security.hostIsAddress || copenssl_set_server_name(made, security.serverName) == 1,
-              !security.checkHost || SSL_set1_host(made, security.serverName) == 1 else {
+        guard tls_SSL_set_fd(made, fd) == 1,
+              security.hostIsAddress || tls_SSL_set_server_name(made, security.serverName) == 1,
+              !security.checkHost || tls_SSL_set1_host(made, security.serverName) == 1 else {
             return .failed(.tls("the connection could not be set up: \(Self.tlsError())"))
         }
         securing = true
@@ -157,27 +157,27 @@ final class ClientConnection {
 
     private func secure() -> Progress {
         guard let ssl, let security else { return .failed(.tls("no TLS connection")) }
-        ERR_clear_error()
+        tls_ERR_clear_error()
         tlsWantsWrite = false
-        let result = SSL_connect(ssl)
+        let result = tls_SSL_connect(ssl)
         guard result == 1 else {
-            switch SSL_get_error(ssl, result) {
+            switch tls_SSL_get_error(ssl, result) {
             case SSL_ERROR_WANT_READ: return .working
             case SSL_ERROR_WANT_WRITE:
                 tlsWantsWrite = true
                 return .working
             default:
                 tlsFatal = true
-                let verdict = SSL_get_verify_result(ssl)
+                let verdict = tls_SSL_get_verify_result(ssl)
                 guard verdict == Int(X509_V_OK) else {
-                    return .failed(.unverified("the server's certificate is not trusted: " + String(cString: X509_verify_cert_error_string(verdict))))
+                    return .failed(.unverified("the server's certificate is not trusted: " + String(cString: tls_X509_verify_cert_error_string(verdict))))
                 }
                 return .failed(.tls(Self.tlsError()))
             }
         }
         securing = false
         var digest = [UInt8](repeating: 0, count: 32)
-        shownKey = copenssl_peer_spki_sha256(ssl, &digest) == 0 ? ServerKey.text(digest: digest) : nil
+        shownKey = tls_peer_spki_sha256(ssl, &digest) == 0 ? ServerKey.text(digest: digest) : nil
         // The pinned key proves the server: another one and the owner sends nothing.
         if let pinned = security.pinnedKey, shownKey != pinned { return .failed(.keyChanged(shown: shownKey)) }
         isReady = true
@@ -186,9 +186,9 @@ final class ClientConnection {
 
     func read(into buffer: UnsafeMutableRawBufferPointer) -> IO {
         if let ssl {
-            ERR_clear_error()
+            tls_ERR_clear_error()
             tlsWantsWrite = false
-            let count = SSL_read(ssl, buffer.baseAddress, Int32(min(buffer.count, Int(Int32.max))))
+            let count = tls_SSL_read(ssl, buffer.baseAddress, Int32(min(buffer.count, Int(Int32.max))))
             return count > 0 ? .bytes(Int(count)) : tlsOutcome(ssl, count, writing: false)
         }
         let count = recv(fd, buffer.baseAddress, buffer.count, 0)
@@ -198,10 +198,10 @@ final class ClientConnection {
 
     func write(_ buffer: UnsafeRawBufferPointer) -> IO {
         if let ssl {
-            ERR_clear_error()
+            tls_ERR_clear_error()
             tlsWantsWrite = false
             tlsWriteWantsRead = false
-            let count = SSL_write(ssl, buffer.baseAddress, Int32(min(buffer.count, Int(Int32.max))))
+            let count = tls_SSL_write(ssl, buffer.baseAddress, Int32(min(buffer.count, Int(Int32.max))))
             return count > 0 ? .bytes(Int(count)) : tlsOutcome(ssl, count, writing: true)
         }
         let count = send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL))
@@ -211,7 +211,7 @@ final class ClientConnection {
     /// Whether an idle connection is still fit to carry a request: the peer has neither closed it
     /// nor sent anything (an idle HTTP server says nothing until asked; a TLS alert is a goodbye).
     var isIdleAndOpen: Bool {
-        guard isReady, fd >= 0, ssl.map({ SSL_pending($0) == 0 }) ?? true else { return false }
+        guard isReady, fd >= 0, ssl.map({ tls_SSL_pending($0) == 0 }) ?? true else { return false }
         var byte: UInt8 = 0
         let count = recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
         return count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
@@ -220,8 +220,8 @@ final class ClientConnection {
     /// Lets go of the socket; with `clean`, a TLS close notify is sent first (never after an error).
     func close(clean: Bool) {
         if let ssl {
-            if clean && isReady && !tlsFatal { _ = SSL_shutdown(ssl) }
-            SSL_free(ssl)
+            if clean && isReady && !tlsFatal { _ = tls_SSL_shutdown(ssl) }
+            tls_SSL_free(ssl)
             self.ssl = nil
         }
         if fd >= 0 {
@@ -233,7 +233,7 @@ final class ClientConnection {
 
     /// What an SSL_read or SSL_write that returned `result` (0 or less) means.
     private func tlsOutcome(_ ssl: OpaquePointer, _ result: Int32, writing: Bool) -> IO {
-        switch SSL_get_error(ssl, result) {
+        switch tls_SSL_get_error(ssl, result) {
         case SSL_ERROR_WANT_READ:
             if writing { tlsWriteWantsRead = true }
             return .wait
@@ -260,22 +260,25 @@ final class ClientConnection {
     /// (`SSL_CERT_FILE` and `SSL_CERT_DIR` honoured, as OpenSSL does) and the chain checked.
     /// Loading the store takes tens of milliseconds: never on the audio thread.
     static func tlsContext(verifying: Bool) throws(ClientConnection.Failure) -> OpaquePointer {
-        ERR_clear_error()
-        guard let context = SSL_CTX_new(TLS_client_method()) else { throw .tls("SSL_CTX_new failed: \(tlsError())") }
-        _ = SSL_CTX_ctrl(context, SSL_CTRL_SET_MIN_PROTO_VERSION, Int(TLS1_2_VERSION), nil)
+        if let why = parlour_tls_open() { throw .tls("OpenSSL could not be opened: \(String(cString: why))") }
+        tls_ERR_clear_error()
+        guard let context = tls_SSL_CTX_new_client() else { throw .tls("SSL_CTX_new failed: \(tlsError())") }
+        _ = tls_SSL_CTX_set_min_tls12(context)
         if verifying {
-            guard SSL_CTX_set_default_verify_paths(context) == 1 else {
-                SSL_CTX_free(context)
+            guard tls_SSL_CTX_set_default_verify_paths(context) == 1 else {
+                tls_SSL_CTX_free(context)
                 throw .tls("the system's CA store could not be loaded: \(tlsError())")
             }
-            SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
+            tls_SSL_CTX_set_verify(context, SSL_VERIFY_PEER)
         } else {
-            SSL_CTX_set_verify(context, SSL_VERIFY_NONE, nil)
+            tls_SSL_CTX_set_verify(context, SSL_VERIFY_NONE)
         }
-        // A renegotiation could leave a write waiting on reads at any time; the server has no need of one.
-        copenssl_refuse_renegotiation(context)
+        tls_SSL_CTX_refuse_renegotiation(context)
         return context
     }
+
+    /// Lets go of a context `tlsContext` made.
+    static func free(context: OpaquePointer) { tls_SSL_CTX_free(context) }
 
     /// A write to a socket the peer has closed is EPIPE, not the end of the process: the daemon
     /// ignores SIGPIPE already (Signals), and a test's process must too, as SSL_write cannot
@@ -286,10 +289,11 @@ final class ClientConnection {
 
     /// OpenSSL's last error on this thread, as text; never holds anything of the request.
     static func tlsError() -> String {
-        let code = ERR_get_error()
+        guard parlour_tls_open() == nil else { return "OpenSSL is not open" }
+        let code = tls_ERR_get_error()
         guard code != 0 else { return "no reason given" }
         var text = [CChar](repeating: 0, count: 256)
-        ERR_error_string_n(code, &text, text.count)
+        tls_ERR_error_string_n(code, &text, text.count)
         return String(cBuffer: text)
     }
 }

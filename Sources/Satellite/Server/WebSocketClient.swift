@@ -709,7 +709,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         connection?.close(clean: clean && opened)
         connection = nil
         if case .success(let plan) = plan, let context = plan.tls {
-            SSL_CTX_free(context)
+            ClientConnection.free(context: context)
             self.plan = .failure(WebSocketError(function: "connect", detail: "finished"))
         }
         out = []
