@@ -48,9 +48,8 @@ public final class AudioEngine: @unchecked Sendable {
     /// The process's audio thread: the microphone and the speaker meet here.
     public static let shared = AudioEngine()
 
-    /// A pipe's ends: a byte written wakes the thread (Glibc's module has no eventfd).
-    private let wakeFD: Int32
-    private let wakeWriteFD: Int32
+    /// A byte written wakes the thread.
+    private let wakePipe: WakePipe
     /// Work for the thread, and whether the thread runs yet (it starts with the first work).
     private let inbox = Mutex<(jobs: [@Sendable () -> Void], running: Bool)>(([], false))
     /// The PCMs being driven. The audio thread's alone.
@@ -63,13 +62,8 @@ public final class AudioEngine: @unchecked Sendable {
     private var processor: EchoCanceller?
 
     public init() {
-        var ends: [Int32] = [-1, -1]
-        precondition(pipe(&ends) == 0, "pipe failed: \(errno)")
-        for end in ends {
-            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(end, F_SETFL, O_NONBLOCK)
-        }
-        (wakeFD, wakeWriteFD) = (ends[0], ends[1])
+        guard let pipe = WakePipe() else { preconditionFailure("pipe failed: \(errno)") }
+        wakePipe = pipe
     }
 
     /// Runs `job` on the audio thread, before its next poll.
@@ -137,10 +131,7 @@ public final class AudioEngine: @unchecked Sendable {
     }
 
     /// Wakes the thread, so a side sees a stop or a cancel now rather than at its next period.
-    func wakeUp() {
-        var one: UInt8 = 1
-        _ = write(wakeWriteFD, &one, 1)
-    }
+    func wakeUp() { wakePipe.wake() }
 
     private func loop() {
         thread.withLock { $0 = pthread_self() }
@@ -150,7 +141,7 @@ public final class AudioEngine: @unchecked Sendable {
             for job in inbox.withLock({ inbox in defer { inbox.jobs.removeAll() }; return inbox.jobs }) { job() }
             fds.removeAll(keepingCapacity: true)
             counts.removeAll(keepingCapacity: true)
-            fds.append(pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0))
+            fds.append(wakePipe.pollRequest)
             var timeout: Int32 = -1
             let before = MonotonicClock.nanoseconds()
             /// The poll wakes by `deadline` (CLOCK_MONOTONIC ns) at the latest, rounded up to a millisecond.
@@ -181,10 +172,7 @@ public final class AudioEngine: @unchecked Sendable {
                 wake(by: socket.socketDeadline)
             }
             _ = poll(&fds, nfds_t(fds.count), timeout)
-            if fds[0].revents != 0 {
-                var bytes = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
-                _ = withUnsafeMutableBytes(of: &bytes) { read(wakeFD, $0.baseAddress, $0.count) }
-            }
+            if fds[0].revents != 0 { wakePipe.drain() }
             let now = MonotonicClock.nanoseconds()
             var index = 1
             var kept: [any AudioEngineSide] = []

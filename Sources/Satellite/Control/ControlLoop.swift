@@ -18,8 +18,7 @@ final class ControlLoop: @unchecked Sendable {
     private let admitted: AsyncStream<ControlConnection>.Continuation
     private let limits: ControlLimits
     private let stopping = Atomic<Bool>(false)
-    private let wakeRead: Int32
-    private let wakeWrite: Int32
+    private let wakePipe: WakePipe
 
     // Touched by the loop's thread alone.
     private var listenFD: Int32
@@ -45,17 +44,11 @@ final class ControlLoop: @unchecked Sendable {
     static let acceptBatch = 64
 
     init(listenFD: Int32, limits: ControlLimits) throws(SatelliteError) {
-        var ends: [Int32] = [0, 0]
-        guard pipe(&ends) == 0 else {
+        guard let pipe = WakePipe() else {
             throw SatelliteError(.internalError, "Cannot make the control loop's pipe: \(String(cString: strerror(errno))).")
         }
-        for fd in ends {
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        }
         _ = fcntl(listenFD, F_SETFL, fcntl(listenFD, F_GETFL) | O_NONBLOCK)
-        wakeRead = ends[0]
-        wakeWrite = ends[1]
+        wakePipe = pipe
         self.listenFD = listenFD
         self.limits = limits
         spare = open("/dev/null", O_RDONLY | O_CLOEXEC)
@@ -63,10 +56,7 @@ final class ControlLoop: @unchecked Sendable {
     }
 
     /// Wakes the loop: there is output to write or a connection to close. Any thread.
-    func wake() {
-        var byte: UInt8 = 1
-        _ = write(wakeWrite, &byte, 1)  // a full pipe is already a wake-up
-    }
+    func wake() { wakePipe.wake() }
 
     /// Stops accepting and reading; what is queued is still written. Any thread.
     func stop() {
@@ -89,7 +79,7 @@ final class ControlLoop: @unchecked Sendable {
 
             let now = ContinuousClock.now
             let accepting = listenFD >= 0 && (acceptPausedUntil.map { now >= $0 } ?? true)
-            var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+            var fds = [wakePipe.pollRequest]
             if accepting { fds.append(pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0)) }
             let first = fds.count
             for slot in slots {
@@ -100,7 +90,7 @@ final class ControlLoop: @unchecked Sendable {
             }
             let ready = poll(&fds, nfds_t(fds.count), timeout(now))
             if ready < 0 { continue }  // EINTR; nothing else is expected of valid descriptors
-            if fds[0].revents != 0 { drainWakeUps() }
+            if fds[0].revents != 0 { wakePipe.drain() }
 
             // Slots are only appended (by accept, below) or removed (by closeFinished, above) out of this pass.
             let count = fds.count - first
@@ -310,10 +300,5 @@ final class ControlLoop: @unchecked Sendable {
         let wait = now.duration(to: next)
         let ms = wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000 + 1
         return Int32(clamping: max(0, ms))
-    }
-
-    private func drainWakeUps() {
-        var bytes = [UInt8](repeating: 0, count: 256)
-        while bytes.withUnsafeMutableBytes({ Glibc.read(wakeRead, $0.baseAddress, $0.count) }) > 0 {}
     }
 }

@@ -37,9 +37,8 @@ final class HTTPLoop: @unchecked Sendable {
     private static let idleLimitPerClient = 8
 
     private let inbox = Mutex<(commands: [Command], started: Bool)>(([], false))
-    /// A pipe's ends: a byte written wakes the thread.
-    private let wakeFD: Int32
-    private let wakeWriteFD: Int32
+    /// A byte written wakes the thread.
+    private let wakePipe: WakePipe
 
     // The loop's thread's alone.
     private var running: [HTTPExchange] = []
@@ -48,13 +47,8 @@ final class HTTPLoop: @unchecked Sendable {
     private var contexts: [Bool: OpaquePointer] = [:]
 
     private init() {
-        var ends: [Int32] = [-1, -1]
-        precondition(pipe(&ends) == 0, "pipe failed: \(errno)")
-        for end in ends {
-            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(end, F_SETFL, O_NONBLOCK)
-        }
-        (wakeFD, wakeWriteFD) = (ends[0], ends[1])
+        guard let pipe = WakePipe() else { preconditionFailure("pipe failed: \(errno)") }
+        wakePipe = pipe
     }
 
     /// Starts `exchange`; it completes on the loop's thread. Any thread.
@@ -73,8 +67,7 @@ final class HTTPLoop: @unchecked Sendable {
             return !state.started
         }
         if !start {
-            var one: UInt8 = 1
-            _ = write(wakeWriteFD, &one, 1)
+            wakePipe.wake()
         } else if !SystemThread.start(name: "http", { [self] in run() }) {
             // No thread to be had is an answer too, never a continuation left waiting.
             inbox.withLock { $0.started = false }
@@ -93,9 +86,8 @@ final class HTTPLoop: @unchecked Sendable {
     private func run() {
         var fds: [pollfd] = []
         var polled: [Int] = []
-        var drain = [UInt8](repeating: 0, count: 64)
         while true {
-            while read(wakeFD, &drain, drain.count) > 0 {}
+            wakePipe.drain()
             let now = MonotonicClock.nanoseconds()
             for command in inbox.withLock({ state in defer { state.commands = [] }; return state.commands }) {
                 switch command {
@@ -110,7 +102,7 @@ final class HTTPLoop: @unchecked Sendable {
 
             fds.removeAll(keepingCapacity: true)
             polled.removeAll(keepingCapacity: true)
-            fds.append(pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0))
+            fds.append(wakePipe.pollRequest)
             var deadline = idle.map { $0.since + MonotonicClock.nanoseconds(in: Self.idleLimit) }.min() ?? .max
             for (index, exchange) in running.enumerated() {
                 deadline = min(deadline, exchange.deadline)
