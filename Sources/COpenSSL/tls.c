@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
 
 // __typeof__ keeps each signature OpenSSL's own without referring to the symbol, so nothing links against it.
 typedef struct {
@@ -53,8 +54,11 @@ static void parlour_tls_load(void) {
     void *ssl = dlopen("libssl.so.3", RTLD_NOW | RTLD_LOCAL);
     void *crypto = dlopen("libcrypto.so.3", RTLD_NOW | RTLD_LOCAL);
     if (!ssl || !crypto) {
-        t->error = dlerror();
-        if (!t->error) t->error = "libssl.so.3 could not be opened";
+        // dlerror's text is glibc's, freed by the thread's next dl call: a copy of our own stays.
+        static char why[512];
+        const char *error = dlerror();
+        snprintf(why, sizeof why, "%s", error ? error : "libssl.so.3 could not be opened");
+        t->error = why;
         return;
     }
     int missing = 0;

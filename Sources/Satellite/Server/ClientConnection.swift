@@ -263,7 +263,10 @@ final class ClientConnection {
         if let why = parlour_tls_open() { throw .tls("OpenSSL could not be opened: \(String(cString: why))") }
         tls_ERR_clear_error()
         guard let context = tls_SSL_CTX_new_client() else { throw .tls("SSL_CTX_new failed: \(tlsError())") }
-        _ = tls_SSL_CTX_set_min_tls12(context)
+        guard tls_SSL_CTX_set_min_tls12(context) == 1 else {
+            tls_SSL_CTX_free(context)
+            throw .tls("TLS 1.2 could not be made the least version: \(tlsError())")
+        }
         if verifying {
             guard tls_SSL_CTX_set_default_verify_paths(context) == 1 else {
                 tls_SSL_CTX_free(context)

@@ -42,17 +42,20 @@ public final class HTTPClient: Sendable {
     /// If the calling task is cancelled, the transfer stops and this throws `.cancelled`.
     public func send(_ request: HTTPRequest) async throws(HTTPFailure) -> HTTPResponse {
         var request = request
-        if request.addresses.isEmpty, let address = ServerAddress(request.url), !PinMoves.isAddress(address.host) {
+        // The name as the connection reads it (ServerTarget), so the one looked up is the one in Host, SNI and the
+        // certificate check. A URL it cannot read is not looked up: the exchange fails on it.
+        if request.addresses.isEmpty, let address = try? ServerTarget(url: request.url, schemes: ("http", "https")),
+           !PinMoves.isAddress(address.name) {
             // As at pinning: a scoped (fe80::…%if) address is left out (PinMoves.pinnable).
-            request.addresses = PinMoves.pinnable(host: address.host, resolved: await NameLookup.addresses(of: address.host))
+            request.addresses = PinMoves.pinnable(host: address.name, resolved: await NameLookup.addresses(of: address.name))
             if Task.isCancelled {
                 throw HTTPFailure(kind: .cancelled, function: "getaddrinfo", code: 0,
-                                  detail: "cancelled while looking up \(address.host)", method: request.method,
+                                  detail: "cancelled while looking up \(address.name)", method: request.method,
                                   url: ServerAnswers.displayURL(request.url))
             }
             guard !request.addresses.isEmpty else {
                 throw HTTPFailure(kind: .couldNotResolve, function: "getaddrinfo", code: 0,
-                                  detail: "Could not resolve host: \(address.host)", method: request.method,
+                                  detail: "Could not resolve host: \(address.name)", method: request.method,
                                   url: ServerAnswers.displayURL(request.url))
             }
         }

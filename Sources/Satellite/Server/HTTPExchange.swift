@@ -416,6 +416,11 @@ final class HTTPExchange: @unchecked Sendable {
         var index = max(lineSearchedTo, consumed)
         while index + 1 < input.count {
             if input[index] == 13 && input[index + 1] == 10 {
+                // A line that came whole in one read is held to the bound too.
+                guard index - consumed <= within else {
+                    fail(.malformed, "answer", "the server's chunked answer has a line too long")
+                    return nil
+                }
                 let line = Array(input[consumed ..< index])
                 consumed = index + 2
                 lineSearchedTo = consumed
