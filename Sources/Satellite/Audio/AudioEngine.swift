@@ -147,7 +147,7 @@ public final class AudioEngine: @unchecked Sendable {
             /// The poll wakes by `deadline` (CLOCK_MONOTONIC ns) at the latest, rounded up to a millisecond.
             func wake(by deadline: UInt64?) {
                 guard let deadline else { return }
-                let ms = deadline > before ? Int32(min((deadline - before + 999_999) / 1_000_000, 60_000)) : 0
+                let ms = MonotonicClock.pollTimeout(until: deadline, from: before)
                 timeout = timeout < 0 ? ms : min(timeout, ms)
             }
             for side in sides {

@@ -107,7 +107,6 @@ final class HTTPExchange: @unchecked Sendable {
     /// Starts the exchange on `idle` (a pooled connection of `pool`) or a new connection.
     /// `context` gives the TLS context for verifying or not; nil when it could not be made.
     func start(_ now: UInt64, idle: ClientConnection?, context: (Bool) throws(ClientConnection.Failure) -> OpaquePointer) {
-        connectBy = now + MonotonicClock.nanoseconds(in: request.connectTimeout)
         totalBy = now + MonotonicClock.nanoseconds(in: request.totalTimeout)
         let target: ServerTarget
         do throws(ServerTarget.Unusable) {
@@ -136,8 +135,9 @@ final class HTTPExchange: @unchecked Sendable {
         out = Array((text + "\r\n").utf8)
         if let body = request.body { out.append(contentsOf: body) }
 
-        let pinned = request.addresses.flatMap { NameLookup.resolve($0, port: target.port, numeric: true) }
-        addresses = request.addresses.isEmpty ? NameLookup.resolve(target.name, port: target.port, numeric: true) : pinned
+        // The host when it is an address itself (no look-up: numeric only).
+        let literal = NameLookup.resolve(target.name, port: target.port, numeric: true)
+        addresses = request.addresses.isEmpty ? literal : request.addresses.flatMap { NameLookup.resolve($0, port: target.port, numeric: true) }
         guard !addresses.isEmpty else {
             return fail(.couldNotResolve, "getaddrinfo", "Could not resolve host: \(target.name)")
         }
@@ -148,7 +148,7 @@ final class HTTPExchange: @unchecked Sendable {
             do throws(ClientConnection.Failure) {
                 security = ClientConnection.Security(
                     context: try context(checks), serverName: target.name,
-                    hostIsAddress: !NameLookup.resolve(target.name, port: target.port, numeric: true).isEmpty,
+                    hostIsAddress: !literal.isEmpty,
                     pinnedKey: request.pinnedKey, checkHost: checks)
             } catch {
                 return fail(.other, "tls", error.description)
@@ -197,7 +197,7 @@ final class HTTPExchange: @unchecked Sendable {
         if phase == .connecting {
             if now >= min(connectBy, totalBy) {
                 fail(.connectTimeout(seconds: request.connectTimeout.seconds), "connect",
-                     "no connection within \(format(request.connectTimeout.seconds)) s")
+                     "no connection within \(ServerAnswers.format(request.connectTimeout.seconds)) s")
             } else if let connection {
                 progress(connection.advance(events: events, now: now), now)
             }
@@ -207,7 +207,7 @@ final class HTTPExchange: @unchecked Sendable {
             if phase == .exchanging && outAt < out.count { send(now) }
             if phase == .exchanging && now >= totalBy {
                 fail(.timeout(seconds: request.totalTimeout.seconds), "answer",
-                     "no whole answer within \(format(request.totalTimeout.seconds)) s")
+                     "no whole answer within \(ServerAnswers.format(request.totalTimeout.seconds)) s")
             }
         }
         return phase != .finished
@@ -483,10 +483,6 @@ final class HTTPExchange: @unchecked Sendable {
     func takeConnection() -> ClientConnection? {
         defer { connection = nil }
         return reusable ? connection : nil
-    }
-
-    private func format(_ seconds: Double) -> String {
-        seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
     }
 }
 

@@ -71,15 +71,19 @@ final class HTTPLoop: @unchecked Sendable {
         } else if !SystemThread.start(name: "http", { [self] in run() }) {
             // No thread to be had is an answer too, never a continuation left waiting.
             inbox.withLock { $0.started = false }
-            let commands = inbox.withLock { state in
-                defer { state.commands = [] }
-                return state.commands
-            }
-            for case .add(let exchange) in commands {
+            for case .add(let exchange) in take() {
                 exchange.complete(.failure(HTTPFailure(kind: .other, function: "pthread_create", code: 0,
                                                        detail: "no thread could be started for HTTP", method: exchange.request.method,
                                                        url: ServerAnswers.displayURL(exchange.request.url))))
             }
+        }
+    }
+
+    /// The commands submitted since the last take, in order.
+    private func take() -> [Command] {
+        inbox.withLock { state in
+            defer { state.commands = [] }
+            return state.commands
         }
     }
 
@@ -89,7 +93,7 @@ final class HTTPLoop: @unchecked Sendable {
         while true {
             wakePipe.drain()
             let now = MonotonicClock.nanoseconds()
-            for command in inbox.withLock({ state in defer { state.commands = [] }; return state.commands }) {
+            for command in take() {
                 switch command {
                 case .add(let exchange): start(exchange, now)
                 case .cancel(let exchange):
@@ -111,8 +115,8 @@ final class HTTPLoop: @unchecked Sendable {
                     polled.append(index)
                 }
             }
-            let before = MonotonicClock.nanoseconds()
-            let timeout = deadline == .max ? -1 : deadline > before ? Int32(min((deadline - before + 999_999) / 1_000_000, 60_000)) : 0
+            // Nothing due: asleep until the pipe wakes it.
+            let timeout = deadline == .max ? -1 : MonotonicClock.pollTimeout(until: deadline, from: MonotonicClock.nanoseconds())
             _ = poll(&fds, nfds_t(fds.count), timeout)
             let after = MonotonicClock.nanoseconds()
             var events = [Int16](repeating: 0, count: running.count)

@@ -16,4 +16,10 @@ enum MonotonicClock {
     static func nanoseconds(in duration: Duration) -> UInt64 {
         UInt64(duration.components.seconds) * 1_000_000_000 + UInt64(duration.components.attoseconds / 1_000_000_000)
     }
+
+    /// poll's timeout to wake by `deadline` at the latest, from `now`: rounded up to a millisecond,
+    /// at most a minute. One piece for the loops that sleep in poll.
+    static func pollTimeout(until deadline: UInt64, from now: UInt64) -> Int32 {
+        deadline > now ? Int32(min((deadline - now + 999_999) / 1_000_000, 60_000)) : 0
+    }
 }

@@ -179,7 +179,8 @@ public enum ServerAnswers {
         return "\(bytes) bytes"
     }
 
-    private static func format(_ seconds: Double) -> String {
+    /// Seconds as a person reads them: 5, not 5.0; 1.5 as it is.
+    public static func format(_ seconds: Double) -> String {
         seconds.rounded() == seconds ? String(Int(seconds)) : String(seconds)
     }
 }
