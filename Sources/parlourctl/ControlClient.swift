@@ -25,7 +25,7 @@ final class ControlClient {
             close(fd)
             if code == EACCES || code == EPERM {
                 throw SatelliteError(.permissionDenied,
-                    "You may not talk to the satellite at \(path). \(AccessPolicy.howToGetAccess(user: Environment.userName))")
+                    "You may not talk to the satellite at \(path). \(AccessPolicy.howToGetAccess(user: ProcessEnvironment.userName))")
             }
             throw SatelliteError(.daemonUnavailable,
                 "The satellite is not running (nothing answers at \(path): \(String(cString: strerror(code)))). Start it with: sudo systemctl start parlour-satellite")

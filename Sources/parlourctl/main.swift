@@ -6,7 +6,7 @@ import ControlCore
 
 signal(SIGPIPE, SIG_IGN)
 
-let environment = Environment.variables
+let environment = ProcessEnvironment.variables
 let plain = ResultText.prefersPlain(environment: environment)
 
 func finish(_ command: ControlCommand, _ result: ControlResult, json: Bool) -> Never {

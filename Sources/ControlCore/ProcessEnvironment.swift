@@ -1,10 +1,10 @@
-// What ProcessInfo told parlourctl about its process (the environment, the
-// user's name), from Glibc: parlourctl links no Foundation.
+// What ProcessInfo told a program about its process (the environment, the
+// user's name), from Glibc: neither parlourctl nor the daemon links Foundation.
 import Glibc
 
-enum Environment {
+public enum ProcessEnvironment {
     /// The environment variables, the first of a repeated name winning (as getenv does).
-    static var variables: [String: String] {
+    public static var variables: [String: String] {
         var out: [String: String] = [:]
         var entry = environ
         while let pointer = entry.pointee {
@@ -18,7 +18,7 @@ enum Environment {
     }
 
     /// The name of the user parlourctl runs as, nil when the user database has none.
-    static var userName: String? {
+    public static var userName: String? {
         var entry = passwd()
         var found: UnsafeMutablePointer<passwd>?
         var buffer = [CChar](repeating: 0, count: 4096)
