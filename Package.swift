@@ -42,10 +42,10 @@ let package = Package(
         // (BENCHMARKS.md, "What each binary weighs"); the daemon gets it through SatelliteCore.
         .target(name: "ControlCore", swiftSettings: strict + noRegex),
         // Pure policy and codecs: no C, Foundation at most.
-        .target(name: "SatelliteCore", dependencies: ["ControlCore"], swiftSettings: strict),
+        .target(name: "SatelliteCore", dependencies: ["ControlCore"], swiftSettings: strict + noRegex),
         // The actors and their adapters around the C libraries.
-        .target(name: "Satellite", dependencies: ["SatelliteCore", "CALSA", "CAvahi", "CEspeak", "COpenSSL", "CPages", "CPrctl", "CSpawn", "CSpeexDSP", "CSystemd", "CTFLite", "CWebRTCAudio"], swiftSettings: strict),
-        .executableTarget(name: "parlour-satellite", dependencies: ["Satellite", "SatelliteCore"], swiftSettings: strict),
+        .target(name: "Satellite", dependencies: ["SatelliteCore", "CALSA", "CAvahi", "CEspeak", "COpenSSL", "CPages", "CPrctl", "CSpawn", "CSpeexDSP", "CSystemd", "CTFLite", "CWebRTCAudio"], swiftSettings: strict + noRegex),
+        .executableTarget(name: "parlour-satellite", dependencies: ["Satellite", "SatelliteCore"], swiftSettings: strict + noRegex),
         .executableTarget(name: "parlourctl", dependencies: ["ControlCore"], swiftSettings: strict + noRegex),
         // scripts/bench's: the wake word engine over recordings, faster than real time (not installed).
         .executableTarget(name: "wakeword-bench", dependencies: ["Satellite", "SatelliteCore"], swiftSettings: strict),

@@ -1,11 +1,6 @@
 // parlour-satellite: the daemon. It reads its command line and config, refuses
 // to start on a bad config (naming the file and the key), and runs until
 // SIGTERM or SIGINT, after which it exits 0 (1 when one of its parts failed).
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Glibc
 import Satellite
 import SatelliteCore
@@ -18,7 +13,7 @@ Signals.block([SIGTERM, SIGINT])
 // before any thread starts: setenv is not safe while another thread reads the
 // environment.
 setenv("PULSE_SERVER", "unix:/dev/null", 0)
-let environment = ProcessInfo.processInfo.environment
+let environment = ProcessEnvironment.variables
 let journal = Journal(environment: environment)
 
 func fail(_ message: String, code: Int32) -> Never {
@@ -76,10 +71,8 @@ do {
 // The local wake word's engine, only when it is used: the library is not even loaded otherwise.
 var wakeWord: WakeWordEngine?
 if loaded.config.wake == .local {
-    let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-    let folder = WakeWordFolder.resolve(environment: environment, executable: executable) {
-        FileManager.default.fileExists(atPath: $0)
-    }
+    let executable = FileSystem.linkTarget("/proc/self/exe")
+    let folder = WakeWordFolder.resolve(environment: environment, executable: executable, exists: FileSystem.exists)
     do {
         wakeWord = try WakeWordEngine.load(loaded.config.wakeWord, folder: folder, configFile: paths.config)
     } catch {

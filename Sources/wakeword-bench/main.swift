@@ -20,11 +20,6 @@
 // answer, offline. Each clip then also has the level of what it heard and of what
 // the processing made of it after its first 2 s (their difference is the ERLE on
 // a clip of echo alone), and the processing's CPU is given.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Glibc
 import Satellite
 import SatelliteCore
@@ -41,7 +36,7 @@ func fail(_ message: String) -> Never {
 }
 
 func samples(_ path: String) -> [Int16] {
-    guard let data = FileManager.default.contents(atPath: path) else { fail("cannot read \(path)") }
+    guard let data = try? FileSystem.read(path) else { fail("cannot read \(path)") }
     return data.withUnsafeBytes { bytes in
         (0..<bytes.count / 2).map { Int16(littleEndian: bytes.loadUnaligned(fromByteOffset: 2 * $0, as: Int16.self)) }
     }
@@ -62,8 +57,8 @@ while let option = arguments.first, option.hasPrefix("--"), arguments.count >= 2
     }
 }
 guard arguments.count >= 3 else { fail("usage: wakeword-bench [--played PLAYED.raw [--processing aec,ns,agc]] FOLDER MODEL CLIP.raw...") }
-let filterLength = ProcessInfo.processInfo.environment["PARLOUR_ECHO_FILTER"].flatMap { Int($0) } ?? EchoCanceller.filterLength
-let suppression = ProcessInfo.processInfo.environment["PARLOUR_ECHO_SUPPRESSION"].flatMap { Int32($0) } ?? EchoCanceller.suppression
+let filterLength = ProcessEnvironment.variables["PARLOUR_ECHO_FILTER"].flatMap { Int($0) } ?? EchoCanceller.filterLength
+let suppression = ProcessEnvironment.variables["PARLOUR_ECHO_SUPPRESSION"].flatMap { Int32($0) } ?? EchoCanceller.suppression
 
 /// dBFS of `audio` after its first 2 s.
 func level(_ audio: [Int16]) -> Double {

@@ -6,7 +6,7 @@ import Testing
 @Suite("config file")
 struct ConfigTests {
     private func decode(_ text: String, hostName: String = "den.local") throws(ConfigError) -> LoadedConfig {
-        try ConfigLoader.decode(Data(text.utf8), file: "satellite.json", hostName: hostName)
+        try ConfigLoader.decode(Array(text.utf8), file: "satellite.json", hostName: hostName)
     }
 
     private func error(_ text: String) -> String? {
@@ -32,7 +32,7 @@ struct ConfigTests {
     func exampleFile() throws {
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../../config/satellite.json").standardized
-        let data = try Data(contentsOf: url)
+        let data = try FileSystem.read(url.path)
         let loaded = try ConfigLoader.decode(data, file: url.path, hostName: "den.local")
         #expect(loaded.config == .defaults(hostName: "den.local"))
         #expect(loaded.warnings.isEmpty)
@@ -338,7 +338,7 @@ struct SuggestionTests {
 @Suite("config: hooks, sounds and the offline voice")
 struct ConfigExtrasTests {
     private func decode(_ text: String) throws(ConfigError) -> SatelliteConfig {
-        try ConfigLoader.decode(Data(text.utf8), file: "satellite.json", hostName: "den").config
+        try ConfigLoader.decode(Array(text.utf8), file: "satellite.json", hostName: "den").config
     }
 
     @Test("each key is read")

@@ -30,9 +30,9 @@ struct CueSoundsTests {
         #expect(abs(Self.hertz(error.samples[...]) - 330) < 20)
     }
 
-    func file(_ name: String, _ data: Data) throws -> String {
+    func file(_ name: String, _ data: [UInt8]) throws -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("cue-\(UUID().uuidString)-\(name)").path
-        try data.write(to: URL(fileURLWithPath: path))
+        try Data(data).write(to: URL(fileURLWithPath: path))
         return path
     }
 
@@ -50,7 +50,7 @@ struct CueSoundsTests {
 
     @Test("a bad sound file stops the start, naming the file, the key and why")
     func refused() throws {
-        let notWAV = try file("notes.txt", Data("not a sound".utf8))
+        let notWAV = try file("notes.txt", Array("not a sound".utf8))
         let long = try file("long.wav", WAV.encode(PCMAudio(sampleRate: 8000, channels: 1, samples: [Int16](repeating: 0, count: 48_000))))
         let empty = try file("empty.wav", WAV.encode(PCMAudio(sampleRate: 16000, channels: 1, samples: [])))
         defer { for path in [notWAV, long, empty] { unlink(path) } }

@@ -155,13 +155,13 @@ struct DoctorRulesTests {
 
     @Test("the clock is sane from 2024 on, and not before the program was built")
     func clock() {
-        let built = Date(timeIntervalSince1970: 1_750_000_000)
-        #expect(DoctorRules.clock(now: Date(timeIntervalSince1970: 1_760_000_000), built: built).status == .ok)
-        #expect(DoctorRules.clock(now: Date(timeIntervalSince1970: 1_760_000_000), built: nil).status == .ok)
-        let past = DoctorRules.clock(now: Date(timeIntervalSince1970: 0), built: nil)
+        let built = WallTime(seconds: 1_750_000_000)
+        #expect(DoctorRules.clock(now: WallTime(seconds: 1_760_000_000), built: built).status == .ok)
+        #expect(DoctorRules.clock(now: WallTime(seconds: 1_760_000_000), built: nil).status == .ok)
+        let past = DoctorRules.clock(now: WallTime(seconds: 0), built: nil)
         #expect(past.status == .fail)
         #expect(past.detail.hasPrefix("The clock says 1970-01-01T00:00:00Z, before 2024"))
-        #expect(DoctorRules.clock(now: Date(timeIntervalSince1970: 1_720_000_000), built: built).status == .fail)
+        #expect(DoctorRules.clock(now: WallTime(seconds: 1_720_000_000), built: built).status == .fail)
     }
 
     @Test("the state folder")

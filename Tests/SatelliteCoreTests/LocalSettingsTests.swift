@@ -37,9 +37,9 @@ struct LocalSettingsTests {
         (#"{"room": "\#(String(repeating: "r", count: 41))", "configRoom": ""}"#, #""room" is not a room name of at most 40 characters"#),
     ])
     func broken(text: String, problem: String) {
-        #expect(throws: SettingsFileError.self) { try LocalSettings.decode(Data(text.utf8), file: "/s.json") }
+        #expect(throws: SettingsFileError.self) { try LocalSettings.decode(Array(text.utf8), file: "/s.json") }
         do {
-            _ = try LocalSettings.decode(Data(text.utf8), file: "/s.json")
+            _ = try LocalSettings.decode(Array(text.utf8), file: "/s.json")
         } catch {
             #expect(error.description.contains(problem))
             #expect(error.description.contains("the microphone stays muted"))

@@ -7,8 +7,8 @@ import Testing
 struct PinPolicyTests {
     typealias Advertiser = PinPolicy.Advertiser
 
-    private static let then = Date(timeIntervalSince1970: 1_714_564_800)
-    private static let now = Date(timeIntervalSince1970: 1_800_000_000)
+    private static let then = WallTime(seconds: 1_714_564_800)
+    private static let now = WallTime(seconds: 1_800_000_000)
     private static let den = Advertiser(name: "Parlour on den", host: "den.local", port: 8765)
     private static let attic = Advertiser(name: "Parlour on attic", host: "attic.local", port: 8765)
     private static let rogue = Advertiser(name: "Parlour on den", host: "198.51.100.66", port: 8765)

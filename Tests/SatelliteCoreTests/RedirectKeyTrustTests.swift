@@ -77,13 +77,13 @@ struct RedirectKeyTrustTests {
 
     @Test("pin.json keeps the key, reads it back, and refuses one that is not a key")
     func pinKey() throws {
-        let pin = Pin(url: "https://den.local:8443", name: "Den", how: .paired, pinnedAt: Date(timeIntervalSince1970: 1_714_564_800), key: Self.a)
+        let pin = Pin(url: "https://den.local:8443", name: "Den", how: .paired, pinnedAt: WallTime(seconds: 1_714_564_800), key: Self.a)
         #expect(String(decoding: pin.fileData, as: UTF8.self).contains(#""key":"\#(Self.a)""#))
         #expect(try Pin.decode(pin.fileData, file: "pin.json") == pin)
         let plain = Pin(url: "http://den.local:8765", name: "Den", how: .manual, pinnedAt: pin.pinnedAt)
         #expect(!String(decoding: plain.fileData, as: UTF8.self).contains("key"))
         let bad = #"{"url":"https://den.local","name":"Den","how":"paired","pinnedAt":"2024-05-01T12:00:00Z","key":"md5/x"}"#
-        #expect(throws: PinFileError.self) { try Pin.decode(Data(bad.utf8), file: "pin.json") }
+        #expect(throws: PinFileError.self) { try Pin.decode(Array(bad.utf8), file: "pin.json") }
     }
 
     @Test("pair and use carry a confirmed key on the control socket, and refuse one that is not a key")
@@ -103,7 +103,7 @@ struct RedirectKeyTrustTests {
 @Suite("where the pinned server is reached, and when it is followed")
 struct PinMovesTests {
     static let base: Pin = {
-        var pin = Pin(url: "http://house.local:8765", name: "House", how: .discovered, pinnedAt: Date(timeIntervalSince1970: 0))
+        var pin = Pin(url: "http://house.local:8765", name: "House", how: .discovered, pinnedAt: WallTime(seconds: 0))
         pin.addresses = ["198.51.100.2"]
         pin.instance = "Parlour on house"
         return pin
@@ -156,6 +156,6 @@ struct PinMovesTests {
         #expect(text.contains(#""addresses":["198.51.100.2"]"#) && text.contains(#""instance":"Parlour on house""#))
         #expect(try Pin.decode(Self.base.fileData, file: "pin.json") == Self.base)
         let bad = #"{"url":"http://house.local","name":"H","how":"manual","pinnedAt":"2024-05-01T12:00:00Z","addresses":["evil.example"]}"#
-        #expect(throws: PinFileError.self) { try Pin.decode(Data(bad.utf8), file: "pin.json") }
+        #expect(throws: PinFileError.self) { try Pin.decode(Array(bad.utf8), file: "pin.json") }
     }
 }

@@ -170,7 +170,7 @@ struct ServerAdminTests {
 
     @Test("GET /admin is read, and server status says it in plain words")
     func statusText() throws {
-        let status = try ServerAnswers.adminStatus(Data(Self.status.utf8))
+        let status = try ServerAnswers.adminStatus(Array(Self.status.utf8))
         #expect(status.services.map(\.name) == ["llm", "whisper"])
         #expect(status.saved.timeoutMs == 60000 && status.pipeline.timeoutMs == 45000)
         let text = ResultText.render(.serverStatus, .completed(status.json), json: false).out
@@ -216,20 +216,20 @@ struct ServerAdminTests {
          "The server's answer to /admin has memory that is a number, not an object."),
     ])
     func badStatus(body: String, message: String) {
-        #expect(throws: SatelliteError(.badAnswer, message)) { try ServerAnswers.adminStatus(Data(body.utf8)) }
+        #expect(throws: SatelliteError(.badAnswer, message)) { try ServerAnswers.adminStatus(Array(body.utf8)) }
     }
 
     @Test("the other /admin answers are read strictly too")
     func otherAnswers() throws {
-        #expect(try ServerAnswers.logs(Data(#"{"service":"llm","lines":["a","b"]}"#.utf8)) == ("llm", ["a", "b"]))
+        #expect(try ServerAnswers.logs(Array(#"{"service":"llm","lines":["a","b"]}"#.utf8)) == ("llm", ["a", "b"]))
         #expect(throws: SatelliteError(.badAnswer, "The server's answer to /admin/logs has lines that are not all strings.")) {
-            try ServerAnswers.logs(Data(#"{"service":"llm","lines":["a",2]}"#.utf8))
+            try ServerAnswers.logs(Array(#"{"service":"llm","lines":["a",2]}"#.utf8))
         }
         #expect(throws: SatelliteError(.badAnswer, "The server's answer to /admin/doctor has no checks[0].detail string.")) {
-            try ServerAnswers.doctor(Data(#"{"checks":[{"name":"config","status":"ok"}]}"#.utf8))
+            try ServerAnswers.doctor(Array(#"{"checks":[{"name":"config","status":"ok"}]}"#.utf8))
         }
-        #expect(try ServerAnswers.restartScheduled(Data(#"{"restart":"scheduled"}"#.utf8)) == "scheduled")
-        let saved = try ServerAnswers.pipelineSaved(Data(
+        #expect(try ServerAnswers.restartScheduled(Array(#"{"restart":"scheduled"}"#.utf8)) == "scheduled")
+        let saved = try ServerAnswers.pipelineSaved(Array(
             #"{"pipeline":{"concurrency":3,"queueDepth":2,"triage":"auto","maxTasks":3,"timeoutMs":45000},"restart":"needed"}"#.utf8))
         #expect(saved.pipeline.concurrency == 3 && saved.restart == "needed")
     }

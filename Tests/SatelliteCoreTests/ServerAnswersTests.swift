@@ -5,7 +5,7 @@ import Testing
 
 @Suite("reading the server's answers")
 struct ServerAnswersTests {
-    private func data(_ text: String) -> Data { Data(text.utf8) }
+    private func data(_ text: String) -> [UInt8] { Array(text.utf8) }
 
     // MARK: statuses
 
@@ -77,9 +77,9 @@ struct ServerAnswersTests {
 
     @Test("a voice answer's audio is decoded from base64")
     func voice() throws {
-        let wav = Data("RIFF....WAVEfmt ".utf8) + Data([0, 1, 2, 255])
+        let wav = Array("RIFF....WAVEfmt ".utf8) + [0, 1, 2, 255]
         let body = JSONValue.object([
-            "heard": "what time is it", "reply": "Four.", "via": "local", "audio": .string(wav.base64EncodedString()),
+            "heard": "what time is it", "reply": "Four.", "via": "local", "audio": .string(Base64.encode(wav)),
         ]).data
         #expect(try ServerAnswers.voice(body) == VoiceAnswer(heard: "what time is it", reply: "Four.", via: "local", audio: wav))
     }

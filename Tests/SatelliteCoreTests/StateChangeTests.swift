@@ -6,7 +6,7 @@ import Testing
 @Suite("what a state hook is told")
 struct StateChangeTests {
     let change = StateChange(state: .listening, previous: .idle, room: "kitchen", serverName: "Parlour on den",
-                             at: Date(timeIntervalSince1970: 1_790_000_000))
+                             at: WallTime(seconds: 1_790_000_000))
 
     @Test("the environment is the daemon's, without the token or where it is, plus the change")
     func environment() {

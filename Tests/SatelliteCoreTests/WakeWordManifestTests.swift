@@ -16,7 +16,7 @@ import TestSupport
     @Test func theShippedManifestsRead() throws {
         for model in Self.shipped {
             let path = WakeWordReference.root.appendingPathComponent(".build/wakeword/models/\(model.name).json").path
-            guard let data = FileManager.default.contents(atPath: path) else {
+            guard let data = try? FileSystem.read(path) else {
                 Issue.record("no \(path): run scripts/deps, which fetches the models")
                 continue
             }
@@ -48,7 +48,7 @@ import TestSupport
     }
 
     @Test func aGoodManifestReads() throws {
-        let manifest = try WakeWordManifest.parse(Data(Self.good.text.utf8), file: "/models/hey_parlour.json")
+        let manifest = try WakeWordManifest.parse(Array(Self.good.text.utf8), file: "/models/hey_parlour.json")
         #expect(manifest == WakeWordManifest(wakeWord: "Hey Parlour", model: "hey_parlour.tflite", probabilityCutoff: 0.8,
                                              slidingWindowSize: 3, featureStepSize: 10, trainedLanguages: ["en"]))
         #expect(manifest.modelPath(manifestPath: "/models/hey_parlour.json") == "/models/hey_parlour.tflite")
@@ -72,7 +72,7 @@ import TestSupport
     func aWrongKeyIsNamed(key: String, value: JSONValue?, expected: String, found: String) throws {
         let text = Self.replacing(key, with: value).text
         #expect {
-            _ = try WakeWordManifest.parse(Data(text.utf8), file: "/models/x.json")
+            _ = try WakeWordManifest.parse(Array(text.utf8), file: "/models/x.json")
         } throws: { error in
             guard let error = error as? WakeWordManifestError else { return false }
             let said = error.description
@@ -83,17 +83,17 @@ import TestSupport
 
     @Test func textThatIsNotJSONIsNamedAsSuch() {
         #expect {
-            _ = try WakeWordManifest.parse(Data("model: okay_nabu.tflite".utf8), file: "/m/okay.json")
+            _ = try WakeWordManifest.parse(Array("model: okay_nabu.tflite".utf8), file: "/m/okay.json")
         } throws: { error in
             let error = error as? WakeWordManifestError
             return error?.key == nil && error?.description.hasPrefix("/m/okay.json is not a microWakeWord manifest") == true
         }
-        #expect(throws: WakeWordManifestError.self) { _ = try WakeWordManifest.parse(Data("[1]".utf8), file: "/m/okay.json") }
+        #expect(throws: WakeWordManifestError.self) { _ = try WakeWordManifest.parse(Array("[1]".utf8), file: "/m/okay.json") }
     }
 
     @Test func anAbsoluteModelPathIsKept() throws {
         let text = Self.replacing("model", with: "/srv/models/hey.tflite").text
-        let manifest = try WakeWordManifest.parse(Data(text.utf8), file: "/etc/parlour/hey.json")
+        let manifest = try WakeWordManifest.parse(Array(text.utf8), file: "/etc/parlour/hey.json")
         #expect(manifest.modelPath(manifestPath: "/etc/parlour/hey.json") == "/srv/models/hey.tflite")
     }
 }

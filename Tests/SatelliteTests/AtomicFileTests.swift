@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Satellite
+import SatelliteCore
 
 @Suite("atomic state files")
 struct AtomicFileTests {
@@ -31,12 +32,12 @@ struct AtomicFileTests {
     func replacedWhole() throws {
         let folder = Folder()
         let target = folder.file("token")
-        try AtomicFile.write(Data("old\n".utf8), to: target, mode: 0o644)
+        try AtomicFile.write(Array("old\n".utf8), to: target, mode: 0o644)
         #expect(mode(target) == 0o644)
-        try AtomicFile.write(Data("new\n".utf8), to: target, mode: 0o600)
+        try AtomicFile.write(Array("new\n".utf8), to: target, mode: 0o600)
         #expect(contents(target) == "new\n")
         #expect(mode(target) == 0o600)
-        try AtomicFile.write(Data(), to: target, mode: 0o640)
+        try AtomicFile.write([UInt8](), to: target, mode: 0o640)
         #expect(contents(target) == "")
         #expect(mode(target) == 0o640)
         #expect(folder.names == ["token"])
@@ -46,19 +47,19 @@ struct AtomicFileTests {
     func temporaryBeforeRename() throws {
         let folder = Folder()
         let target = folder.file("token")
-        try AtomicFile.write(Data("old\n".utf8), to: target, mode: 0o600)
-        let payload = Data(repeating: 0x61, count: 200_000)
+        try AtomicFile.write(Array("old\n".utf8), to: target, mode: 0o600)
+        let payload = [UInt8](repeating: 0x61, count: 200_000)
         var seen: String?
         try AtomicFile.write(payload, to: target, mode: 0o600) { temporary throws(POSIXFailure) in
             seen = temporary
             #expect((temporary as NSString).deletingLastPathComponent == folder.path)
             #expect(mode(temporary) == 0o600)
-            #expect(FileManager.default.contents(atPath: temporary) == payload)
+            #expect((try? FileSystem.read(temporary)) == payload)
             // Until the rename, the target is still the old file.
             #expect(contents(target) == "old\n")
         }
         #expect(seen != nil)
-        #expect(FileManager.default.contents(atPath: target) == payload)
+        #expect((try? FileSystem.read(target)) == payload)
         #expect(folder.names == ["token"])
     }
 
@@ -66,9 +67,9 @@ struct AtomicFileTests {
     func failureBeforeRename() throws {
         let folder = Folder()
         let target = folder.file("pin.json")
-        try AtomicFile.write(Data("old".utf8), to: target, mode: 0o644)
+        try AtomicFile.write(Array("old".utf8), to: target, mode: 0o644)
         #expect(throws: AtomicFile.Failure(path: target, failure: POSIXFailure("fsync", errno: EIO))) {
-            try AtomicFile.write(Data("new".utf8), to: target, mode: 0o644) { _ throws(POSIXFailure) in
+            try AtomicFile.write(Array("new".utf8), to: target, mode: 0o644) { _ throws(POSIXFailure) in
                 throw POSIXFailure("fsync", errno: EIO)
             }
         }
@@ -82,7 +83,7 @@ struct AtomicFileTests {
         let target = folder.file("token")
         try FileManager.default.createDirectory(atPath: target + "/inside", withIntermediateDirectories: true)
         do {
-            try AtomicFile.write(Data("secret\n".utf8), to: target, mode: 0o600)
+            try AtomicFile.write(Array("secret\n".utf8), to: target, mode: 0o600)
             Issue.record("the write should have failed")
         } catch {
             #expect(error.path == target)
@@ -98,7 +99,7 @@ struct AtomicFileTests {
         let folder = Folder()
         let target = folder.file("nowhere/token")
         #expect(throws: AtomicFile.Failure(path: target, failure: POSIXFailure("open", errno: ENOENT))) {
-            try AtomicFile.write(Data("x".utf8), to: target, mode: 0o600)
+            try AtomicFile.write(Array("x".utf8), to: target, mode: 0o600)
         }
     }
 
@@ -117,7 +118,7 @@ struct AtomicFileTests {
     func remove() throws {
         let folder = Folder()
         let target = folder.file("token")
-        try AtomicFile.write(Data("x".utf8), to: target, mode: 0o600)
+        try AtomicFile.write(Array("x".utf8), to: target, mode: 0o600)
         #expect(try AtomicFile.remove(target) == true)
         #expect(folder.names == [])
         #expect(try AtomicFile.remove(target) == false)
@@ -141,7 +142,7 @@ struct AtomicFileTests {
         let target = folder.file("pin.json")
         let size = 64 * 1024
         // Each write is one byte value repeated, so a mix of two writes is easy to see.
-        let payload: @Sendable (UInt8) -> Data = { Data(repeating: $0, count: size) }
+        let payload: @Sendable (UInt8) -> [UInt8] = { [UInt8](repeating: $0, count: size) }
         try AtomicFile.write(payload(0), to: target, mode: 0o644)
 
         final class Tally: Sendable {

@@ -66,7 +66,7 @@ struct CueSoundTests {
         // One second of a quiet 2 kHz tone: long enough that dropping what the microphone heard over it would show.
         let ding = PCMAudio(sampleRate: 16000, channels: 1, samples: (0..<16000).map { Int16(3000 * sin(2 * Double.pi * 2000 * Double($0) / 16000)) })
         let dingPath = dir.appendingPathComponent("ding.wav").path
-        try WAV.encode(ding).write(to: URL(fileURLWithPath: dingPath))
+        try Data(WAV.encode(ding)).write(to: URL(fileURLWithPath: dingPath))
         let daemon = try await DaemonHarness.start(
             config: config(server, transport: transport, sounds: ["awake": .string(dingPath), "done": "", "error": ""]),
             token: server.token, liveMic: true)

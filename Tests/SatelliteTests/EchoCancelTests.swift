@@ -21,7 +21,7 @@ struct EchoCancelTests {
     static func answerFile(in directory: URL) throws -> String {
         let samples = try Speech.recording(answer, leadingMs: 0, trailingMs: 200).samples
         let path = directory.appendingPathComponent("answer.wav").path
-        try WAV.encode(PCMAudio(sampleRate: 16000, channels: 1, samples: samples)).write(to: URL(fileURLWithPath: path))
+        try Data(WAV.encode(PCMAudio(sampleRate: 16000, channels: 1, samples: samples))).write(to: URL(fileURLWithPath: path))
         return path
     }
 
@@ -89,7 +89,7 @@ struct EchoCancelTests {
         let directory = try Package.temporaryDirectory("echo")
         defer { try? FileManager.default.removeItem(at: directory) }
         let answer = try Self.answerFile(in: directory)
-        let answerSamples = try WAV.decode(Data(contentsOf: URL(fileURLWithPath: answer))).frameCount
+        let answerSamples = try WAV.decode(FileSystem.read(answer)).frameCount
         let server = try await TestServer.start(knobs: ["audioFile": .string(answer), "wake": "never"])
         defer { server.stop() }
         // The echo 20 dB down, the talker about 25 dB over it: this is about what a wake over an answer
@@ -138,7 +138,7 @@ struct EchoCancelTests {
         let directory = try Package.temporaryDirectory("echo")
         defer { try? FileManager.default.removeItem(at: directory) }
         let answer = try Self.answerFile(in: directory)
-        let answerSamples = try WAV.decode(Data(contentsOf: URL(fileURLWithPath: answer))).frameCount
+        let answerSamples = try WAV.decode(FileSystem.read(answer)).frameCount
         let server = try await TestServer.start(knobs: ["audioFile": .string(answer), "wake": "never"])
         defer { server.stop() }
         let room = try EchoRoom(directory: directory.path)

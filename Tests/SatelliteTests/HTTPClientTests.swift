@@ -84,7 +84,7 @@ struct HTTPClientTests {
             let response = try await HTTPClient(bodyLimit: 64 * 1024).send(HTTPRequest(method: "GET", url: server.url("bigstream") + "/x"))
             #expect(response.status == 200)
             #expect(response.contentType == "application/json")
-            #expect(response.body == Data(repeating: UInt8(ascii: "x"), count: 64 * 1024))
+            #expect(response.body == [UInt8](repeating: UInt8(ascii: "x"), count: 64 * 1024))
         }
     }
 
@@ -101,7 +101,7 @@ struct HTTPClientTests {
         try await MiniServer.with { server in
             let request = HTTPRequest(
                 method: "POST", url: server.url("cut") + "/voice?client=kitchen&token=\(token)",
-                headers: [("Authorization", "Bearer \(token)")], body: Data([1, 2, 3]))
+                headers: [("Authorization", "Bearer \(token)")], body: Array([1, 2, 3]))
             let failed = await kind(of: request)
             #expect(failed?.0 == .closedMidAnswer)
             #expect(failed?.1.url == server.url("cut") + "/voice")
@@ -119,7 +119,7 @@ struct HTTPClientTests {
                 var request = HTTPRequest(method: "GET", url: "http://localhost:\(server.port)/ok/ask")
                 request.addresses = addresses
                 let answer = try await client.send(request)
-                let reply = try JSONSerialization.jsonObject(with: answer.body) as? [String: Any]
+                let reply = try JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Any]
                 let seen = (reply?["reply"] as? String).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } as? [String: Any]
                 return seen?["peerPort"] as? Int
             }
@@ -135,9 +135,9 @@ struct HTTPClientTests {
 
     /// What the server saw of a request to `/<mode>/ask` (its `reply`), with the port the request came from.
     private func seen(_ client: HTTPClient, _ server: MiniServer, mode: String) async throws -> [String: Any]? {
-        let answer = try await client.send(HTTPRequest(method: "POST", url: server.url(mode) + "/ask", body: Data("{}".utf8)))
+        let answer = try await client.send(HTTPRequest(method: "POST", url: server.url(mode) + "/ask", body: Array("{}".utf8)))
         #expect(answer.status == 200)
-        let reply = try JSONSerialization.jsonObject(with: answer.body) as? [String: Any]
+        let reply = try JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Any]
         return (reply?["reply"] as? String).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } as? [String: Any]
     }
 
@@ -214,9 +214,9 @@ struct HTTPClientTests {
         try await MiniServer.with { server in
             let client = HTTPClient()
             let url = server.url("postonce") + "/ask"
-            _ = try await client.send(HTTPRequest(method: "POST", url: url, body: Data("{}".utf8)))
+            _ = try await client.send(HTTPRequest(method: "POST", url: url, body: Array("{}".utf8)))
             #expect(await server.nextRequest() == "POST /postonce/ask")
-            let second = await kind(of: HTTPRequest(method: "POST", url: url, body: Data("{\"n\":2}".utf8)), client: client)
+            let second = await kind(of: HTTPRequest(method: "POST", url: url, body: Array("{\"n\":2}".utf8)), client: client)
             #expect(second?.0 == .closedMidAnswer)
             #expect(await server.nextRequest() == "POST /postonce/ask")
             // The next request the server sees shows whether the second was sent once more in between.
@@ -275,13 +275,13 @@ struct HTTPClientTests {
             // Before, each chunk moved all that followed it in the buffer: a megabyte took seconds, and every other request waited.
             let response = try await HTTPClient(bodyLimit: 4 << 20).send(
                 HTTPRequest(method: "GET", url: server.url("tinychunks") + "/x?1048576", totalTimeout: .seconds(50)))
-            #expect(response.body == Data(repeating: UInt8(ascii: "x"), count: 1 << 20))
+            #expect(response.body == [UInt8](repeating: UInt8(ascii: "x"), count: 1 << 20))
         }
     }
 
     private func seenGET(_ client: HTTPClient, _ url: String) async throws -> [String: Any]? {
         let answer = try await client.send(HTTPRequest(method: "GET", url: url))
-        let reply = try JSONSerialization.jsonObject(with: answer.body) as? [String: Any]
+        let reply = try JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Any]
         return (reply?["reply"] as? String).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } as? [String: Any]
     }
 

@@ -134,7 +134,7 @@ struct MuteTests {
         #expect(again.stderr.contains("settings.json cannot be read"))
         // unmute writes the file afresh.
         #expect(try await again.ctl("unmute").status == 0)
-        let file = try LocalSettings.decode(Data(contentsOf: URL(fileURLWithPath: again.stateDirectory + "/settings.json")), file: "")
+        let file = try LocalSettings.decode(FileSystem.read(again.stateDirectory + "/settings.json"), file: "")
         #expect(file == LocalSettings(muted: false))
         #expect(await again.stop() == 0)
     }

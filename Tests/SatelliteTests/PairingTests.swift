@@ -35,7 +35,7 @@ struct PairingTests {
         #expect(Self.file(daemon, "token") == server.token + "\n")
         #expect(try Self.mode(daemon.stateDirectory + "/token") == 0o600)
         let pinText = try #require(Self.file(daemon, "pin.json"))
-        let pin = try Pin.decode(Data(pinText.utf8), file: "pin.json")
+        let pin = try Pin.decode(Array(pinText.utf8), file: "pin.json")
         #expect(pin.url == server.url && pin.name == "Parlour on den" && pin.how == .paired)
         let paths = try await server.requests().map { $0["path"]?.stringValue ?? "" }
         #expect(Array(paths.prefix(2)) == ["/health", "/v1/models"])
@@ -165,7 +165,7 @@ struct PairingTests {
         let watch = try await Watcher.start(daemon)
         let used = try await daemon.result("use", server.url)
         #expect(used["response"]?["server"]?["how"] == "manual")
-        let pin = try Pin.decode(Data((Self.file(daemon, "pin.json") ?? "").utf8), file: "pin.json")
+        let pin = try Pin.decode(Array((Self.file(daemon, "pin.json") ?? "").utf8), file: "pin.json")
         #expect(pin.how == .manual && pin.url == server.url)
 
         _ = await watch.server { $0["tokenAccepted"] == true }
@@ -212,7 +212,7 @@ struct PairingTests {
             await daemon.kill9()
             if try await pairing.value.status == 0 { completed += 1 }
 
-            if let pin = try? Data(contentsOf: URL(fileURLWithPath: daemon.stateDirectory + "/pin.json")) {
+            if let pin = try? FileSystem.read(daemon.stateDirectory + "/pin.json") {
                 let decoded = try Pin.decode(pin, file: "pin.json")
                 #expect([first.url, second.url].contains(decoded.url))
             }

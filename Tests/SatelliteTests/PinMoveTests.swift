@@ -16,7 +16,7 @@ struct PinMoveTests {
 
     static func pinFile(_ daemon: DaemonHarness) throws -> Pin {
         let file = daemon.stateDirectory + "/pin.json"
-        return try Pin.decode(try Data(contentsOf: URL(fileURLWithPath: file)), file: file)
+        return try Pin.decode(try FileSystem.read(file), file: file)
     }
 
     static func addAddress(_ address: String) async throws {

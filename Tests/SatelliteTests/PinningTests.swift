@@ -12,7 +12,7 @@ struct PinningTests {
 
     static func pinFile(_ daemon: DaemonHarness) throws -> Pin {
         let file = daemon.stateDirectory + "/pin.json"
-        return try Pin.decode(try Data(contentsOf: URL(fileURLWithPath: file)), file: file)
+        return try Pin.decode(try FileSystem.read(file), file: file)
     }
 
     static func unique(_ name: String) -> String { "\(name) \(UUID().uuidString.prefix(6))" }

@@ -10,7 +10,7 @@ import SatelliteCore
 struct ServerKeyTests {
     static func pinFile(_ daemon: DaemonHarness) throws -> Pin {
         let file = daemon.stateDirectory + "/pin.json"
-        return try Pin.decode(try Data(contentsOf: URL(fileURLWithPath: file)), file: file)
+        return try Pin.decode(try FileSystem.read(file), file: file)
     }
 
     @Test("a self-signed server's key is shown and asked about, pinned with --yes, and another key later gets nothing")

@@ -5,7 +5,7 @@ import SatelliteCore
 
 @Suite("the pinned server and the token file", .timeLimit(.minutes(1)))
 struct ServerPinTests {
-    private static let may1 = Date(timeIntervalSince1970: 1_714_564_800.75)
+    private static let may1 = WallTime(seconds: 1_714_564_800)
 
     /// A fresh state folder for one test, removed at the end.
     final class StateFolder {
@@ -53,10 +53,10 @@ struct ServerPinTests {
         let pin = ServerPin(stateDirectory: state.path, configuredURL: "", bus: bus, now: { Self.may1 })
         let made = try await pin.pin(url: " http://den.local:8765 ", name: "Parlour on den", how: .paired, tokenSource: .state)
         #expect(made == Pin(url: "http://den.local:8765", name: "Parlour on den", how: .paired,
-                            pinnedAt: Date(timeIntervalSince1970: 1_714_564_800)))
+                            pinnedAt: WallTime(seconds: 1_714_564_800)))
         #expect(await pin.current() == made)
         #expect(state.mode(state.pinFile) == 0o644)
-        #expect(try Pin.decode(Data(try #require(state.read(state.pinFile)).utf8), file: state.pinFile) == made)
+        #expect(try Pin.decode(Array(try #require(state.read(state.pinFile)).utf8), file: state.pinFile) == made)
 
         let notice = try #require(await nextNotice(events))
         #expect(notice.0 == .notice)

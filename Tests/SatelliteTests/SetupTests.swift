@@ -62,7 +62,7 @@ struct SetupTests {
         #expect((readings.max() ?? -100) > -40, "\(readings)")
 
         // What was set is really stored.
-        let pin = try Pin.decode(Data((Self.file(daemon, "pin.json") ?? "").utf8), file: "pin.json")
+        let pin = try Pin.decode(Array((Self.file(daemon, "pin.json") ?? "").utf8), file: "pin.json")
         #expect(pin.url == server.url && pin.how == .paired && pin.name == "Parlour on den")
         #expect(Self.file(daemon, "token") == server.token + "\n")
         let status = try await daemon.result("status")["response"]
@@ -112,7 +112,7 @@ struct SetupTests {
         #expect(!session.transcript.contains(wrong) && !session.transcript.contains(server.token), "typed without echo")
         #expect(session.transcript.contains("Microphone  \(DoctorTests.device(daemon)): not tried."))
         #expect(Self.file(daemon, "token") == server.token + "\n")
-        let pin = try Pin.decode(Data((Self.file(daemon, "pin.json") ?? "").utf8), file: "pin.json")
+        let pin = try Pin.decode(Array((Self.file(daemon, "pin.json") ?? "").utf8), file: "pin.json")
         #expect(pin.how == .manual && pin.url == server.url)
         await daemon.stop()
     }

@@ -152,9 +152,9 @@ struct StreamTests {
         #expect(await first.stop() == 0)
         // Nothing listens on 127.0.0.2: connecting there is refused at once.
         let file = first.stateDirectory + "/pin.json"
-        var pin = try Pin.decode(try Data(contentsOf: URL(fileURLWithPath: file)), file: file)
+        var pin = try Pin.decode(try FileSystem.read(file), file: file)
         pin.addresses = ["127.0.0.2", server.host]
-        try pin.fileData.write(to: URL(fileURLWithPath: file))
+        try Data(pin.fileData).write(to: URL(fileURLWithPath: file))
 
         let daemon = try await first.restart()
         let watcher = try SocketClient(path: daemon.socket)

@@ -59,7 +59,7 @@ struct TokenTrustTests {
         #expect(shown.contains(paired.token), "the link's token went to the link's server")
         let wrong = shown.filter { $0 == credentialToken }.count
         #expect(wrong == 0, "requests that carried the credential's token to the link's server: \(wrong)")
-        let pin = try Pin.decode(Data((Self.file(daemon, "pin.json") ?? "").utf8), file: "pin.json")
+        let pin = try Pin.decode(Array((Self.file(daemon, "pin.json") ?? "").utf8), file: "pin.json")
         #expect(pin.how == .paired && pin.tokenSource == .state)
         for text in try Self.everythingShown(daemon, [done, status, doctor]) {
             #expect(!text.contains(paired.token) && !text.contains(credentialToken) && !text.contains(pairing))
@@ -86,7 +86,7 @@ struct TokenTrustTests {
         #expect(moved.out.contains("\nAddress: \(other.url)\n"))
         // use asked /health alone; the satellite's own checks that follow carry no credential either.
         #expect(try await other.requests().first?["path"] == "/health")
-        let pin = try Pin.decode(Data((Self.file(daemon, "pin.json") ?? "").utf8), file: "pin.json")
+        let pin = try Pin.decode(Array((Self.file(daemon, "pin.json") ?? "").utf8), file: "pin.json")
         #expect(pin.url == other.url && pin.tokenSource == nil)
         let refused = try await daemon.result("ask", "hello again")
         #expect(refused["error"] == "not_paired", "the server asks for a token and this one has none: \(refused)")
@@ -107,7 +107,7 @@ struct TokenTrustTests {
         #expect(try await daemon.result("ask", "and now?")["status"] == "completed")
         let after = try await Self.shown(other)
         #expect(after.contains(other.token) && !after.contains(home.token))
-        #expect(try Pin.decode(Data((Self.file(daemon, "pin.json") ?? "").utf8), file: "pin.json").tokenSource == .state)
+        #expect(try Pin.decode(Array((Self.file(daemon, "pin.json") ?? "").utf8), file: "pin.json").tokenSource == .state)
         for text in try Self.everythingShown(daemon, [first, moved, status, set]) {
             #expect(!text.contains(home.token) && !text.contains(other.token))
         }

@@ -57,7 +57,7 @@ struct WebSocketClientTests {
         #expect(client.sendText(ListenCommand.start.text))
         let tone = Self.tone(seconds: 1)
         for offset in stride(from: 0, to: tone.count, by: 2560) {
-            #expect(client.sendBinary(tone[offset..<min(offset + 2560, tone.count)]))
+            #expect(client.sendBinary(Array(tone[offset..<min(offset + 2560, tone.count)])))
         }
         #expect(client.sendText(ListenCommand.end.text))
 
@@ -69,7 +69,7 @@ struct WebSocketClientTests {
             Issue.record("the reply was not followed by a binary message")
             return
         }
-        #expect(wav.prefix(4) == Data("RIFF".utf8))
+        #expect(Array(wav.prefix(4)) == Array("RIFF".utf8))
         #expect(wav.count > 44)
         #expect(await reader.nextMessage() == .state(.idle, text: nil))
 
@@ -236,7 +236,7 @@ struct WebSocketClientTests {
         var events = Events(WebSocketClient.connect(url: "ws://127.0.0.1:\(peer.port)/", headers: [:], maxMessage: 16 << 10))
         #expect(await events.next() == .open)
         #expect(await events.next() == .text("hello, world"))
-        #expect(await events.next() == .binary(Data((0..<12000).map { UInt8($0 % 251) })))
+        #expect(await events.next() == .binary(Array((0..<12000).map { UInt8($0 % 251) })))
         #expect(await events.next() == .oversized(.text, bytes: 6000))
         #expect(await events.next() == .oversized(.binary, bytes: 24576))
         #expect(await events.next() == .text(String(repeating: "é", count: 2048)))
@@ -385,9 +385,10 @@ struct WebSocketClientTests {
     // MARK: Helpers
 
     /// One second of a loud 440 Hz tone, 16 kHz mono S16_LE.
-    static func tone(seconds: Double) -> Data {
+    static func tone(seconds: Double) -> [UInt8] {
         let count = Int(16000 * seconds)
-        var data = Data(capacity: count * 2)
+        var data: [UInt8] = []
+        data.reserveCapacity(count * 2)
         for n in 0..<count {
             let sample = Int16(16000 * sin(2 * Double.pi * 440 * Double(n) / 16000))
             withUnsafeBytes(of: sample.littleEndian) { data.append(contentsOf: $0) }

@@ -13,11 +13,6 @@
 // sink's `.handOver`, then `attach`) without closing it: the local wake word
 // gives the turn it starts the audio from the moment of the wake, none lost to
 // closing and reopening the device.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import CALSA
 import Synchronization
 

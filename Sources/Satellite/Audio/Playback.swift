@@ -7,11 +7,6 @@
 // a cue that comes while an answer plays is skipped (it would be late anyway).
 // What it starts (the retries, the hop back from the audio thread when a cue
 // ends) is a child of its `run()`.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import SatelliteCore
 import Synchronization
 

@@ -5,11 +5,6 @@
 // (audio.mixer, audio.mixerCard) is obvious without amixer. The mixer calls are
 // quick ioctls, but a `default` card may be a plugin that talks to a sound
 // server, so they run on a thread of their own, never on the cooperative pool.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import SatelliteCore
 
 /// Reads and sets the output volume.

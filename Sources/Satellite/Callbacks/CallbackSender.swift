@@ -6,11 +6,6 @@
 // no token (HTTPClient adds no header it is not given, and follows no
 // redirect), and the journal shows the URL without its query, where the
 // caller's own, perhaps private, context is.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Synchronization
 import SatelliteCore
 

@@ -4,11 +4,6 @@
 // connection stays open for writing after the client half-closes, until every
 // request it sent has its result. A client that leaves its output unread for
 // the send timeout is dropped, so it cannot hold the daemon's memory.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Glibc
 import Synchronization
 import SatelliteCore

@@ -5,11 +5,6 @@
 // order they came: the next starts once the one before has finished, or, for
 // a held `listen` and `watch`, once it is under way (so `end` can never
 // overtake its `listen`). One thread (ControlLoop) reads and writes them all.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Glibc
 import Synchronization
 import SatelliteCore
@@ -49,7 +44,7 @@ public final class ControlServer: Sendable {
     /// could have replaced.
     static func listen(at path: String) throws(SatelliteError) -> Int32 {
         let folder = SatellitePaths.folder(of: path)
-        if !folder.isEmpty { try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
+        if !folder.isEmpty { try? FileSystem.makeFolders(folder) }
         guard UnixSocketAddress(path) != nil else {
             throw SatelliteError(.invalidRequest, "The socket path \(path) is longer than 107 bytes; choose a shorter --socket.")
         }

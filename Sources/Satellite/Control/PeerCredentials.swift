@@ -4,11 +4,6 @@
 // hardened unit hides other users' processes, and a pid can be reused. Glibc
 // hides struct ucred behind _GNU_SOURCE, so its three fields are declared here
 // with the same layout.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Glibc
 import SatelliteCore
 

@@ -12,11 +12,6 @@
 // `via: "satellite"`. Muted, it refuses to listen; a mute in the middle of a
 // capture drops what was heard (nothing is sent), while a turn past its capture
 // (thinking, speaking) finishes and its answer plays.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import SatelliteCore
 
 /// Runs `listen` and `ask` requests.

@@ -5,11 +5,6 @@
 // callback (without `wait`, the caller is only told it was accepted). Every
 // command that needs control rights is first checked against the peer's
 // credentials (AccessPolicy) and logged with them, allowed or refused.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Glibc
 import Synchronization
 import SatelliteCore

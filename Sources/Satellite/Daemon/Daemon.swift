@@ -3,11 +3,6 @@
 // watch get their one result (`shutting_down`) before the socket closes. READY=1
 // is sent only once the control socket accepts, and the devices are probed after
 // that, so a slow sound card cannot delay readiness.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Glibc
 import SatelliteCore
 

@@ -5,11 +5,6 @@
 // microphone of a muted satellite or of a conversation under way is not opened;
 // the state folder is tried with a temporary named as AtomicFile names them, so
 // a kill in the middle leaves nothing the daemon would not clear.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Glibc
 import SatelliteCore
 
@@ -69,7 +64,7 @@ public struct Doctor: Sendable {
             DoctorRules.serverSeen(available: available, seen: seen, inUse: inUse),
             DoctorRules.serverPinned(inUse),
             await token,
-            DoctorRules.clock(now: Date(), built: Self.builtAt()),
+            DoctorRules.clock(now: .now(), built: Self.builtAt()),
             stateFolderCheck(user: user),
             socketCheck(),
         ] + wakeWordChecks())
@@ -84,7 +79,7 @@ public struct Doctor: Sendable {
         let library: TFLiteLibrary
         do throws(TFLiteLibraryError) {
             // dlopen answers from memory for a library already loaded, even one deleted since.
-            guard FileManager.default.fileExists(atPath: path) else {
+            guard FileSystem.exists(path) else {
                 throw TFLiteLibraryError(path: path, problem: "does not exist (the daemon runs on the copy it loaded at start)")
             }
             library = try TFLiteLibrary(path: path)
@@ -148,7 +143,7 @@ public struct Doctor: Sendable {
         let count = getgroups(Int32(groups.count), &groups)
         groups = Array(groups.prefix(Int(max(count, 0)))) + [getegid()]
         let devices: DoctorRules.AudioAccess.Devices
-        if let entries = try? FileManager.default.contentsOfDirectory(atPath: "/dev/snd") {
+        if let entries = FileSystem.names(in: "/dev/snd") {
             let denied = entries.sorted().map { "/dev/snd/\($0)" }.first { path in
                 var info = stat()
                 // Only the device nodes; `by-id` and `by-path` are folders of links.
@@ -192,10 +187,10 @@ public struct Doctor: Sendable {
     // MARK: The machine
 
     /// When this program was built, as near as can be told: its file's time.
-    static func builtAt() -> Date? {
+    static func builtAt() -> WallTime? {
         var info = stat()
         guard stat("/proc/self/exe", &info) == 0 else { return nil }
-        return Date(timeIntervalSince1970: TimeInterval(info.st_mtim.tv_sec))
+        return WallTime(seconds: Int64(info.st_mtim.tv_sec))
     }
 
     private func stateFolderCheck(user: String) -> DoctorCheck {

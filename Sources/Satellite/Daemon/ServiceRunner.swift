@@ -9,11 +9,6 @@
 // nothing outlives the runner. Stopping has a deadline; when a part overstays
 // it, `overstayed` is called with the parts' names (the daemon says so in the
 // journal and exits non-zero: a task group cannot return with a child stuck).
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Glibc
 import SatelliteCore
 

@@ -6,11 +6,6 @@
 // the hook always ends up told where things stand. A hook that outlives
 // `hooks.timeoutMs` gets SIGTERM, and SIGKILL 2 s later, with its whole
 // process group. How each run ended goes to the journal.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Glibc
 import SatelliteCore
 
@@ -61,7 +56,7 @@ public actor StateHook {
                 case .room(let value): room = value
                 case .server(let server): serverName = server.name
                 case .state(let state, let previous):
-                    newest.yield(StateChange(state: state, previous: previous, room: room, serverName: serverName, at: Date()))
+                    newest.yield(StateChange(state: state, previous: previous, room: room, serverName: serverName, at: .now()))
                 default: break
                 }
             }
@@ -80,7 +75,7 @@ public actor StateHook {
             child = try ChildProcess.spawn(
                 executable: settings.command.executable, arguments: settings.command.arguments,
                 environment: change.environment(inheriting: settings.environment, socket: settings.socket),
-                input: Data((change.json.text + "\n").utf8))
+                input: Array((change.json.text + "\n").utf8))
         } catch {
             let message = "The state hook could not be started: \(error.description)."
             bus.notice(lastFailure == message ? .debug : .error, message,

@@ -5,11 +5,6 @@
 // (HTTPExchange). A host nobody pinned is looked up here, on
 // BlockingThread.lookups, and its addresses go with the request like pinned ones:
 // the HTTP thread never waits on DNS.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import SatelliteCore
 import Synchronization
 

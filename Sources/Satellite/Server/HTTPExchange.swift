@@ -10,11 +10,6 @@
 // proxy asked, the pinned addresses and key alone; a connection is reused
 // only for the same client, host, addresses and key (`pool`), and only when
 // its last answer ended cleanly where its framing said.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Glibc
 import SatelliteCore
 import Synchronization
@@ -73,7 +68,7 @@ final class HTTPExchange: @unchecked Sendable {
     private var framing = Framing.none
     private var chunk = ChunkStep.size
     private var trailerBytes = 0
-    private var body = Data()
+    private var body = [UInt8]()
     private var connectBy: UInt64 = 0
     private var totalBy: UInt64 = 0
     private var readMore = false

@@ -2,11 +2,6 @@
 // and the failure when there is no answer. Easy to get wrong: a request's
 // headers hold the token, so neither its description nor a failure may print
 // them, and URLs are shown without their query.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import SatelliteCore
 
 /// One HTTP exchange to make.
@@ -15,7 +10,7 @@ public struct HTTPRequest: Sendable, CustomStringConvertible, CustomReflectable 
     public var url: String
     /// Name and value pairs, sent in this order.
     public var headers: [(name: String, value: String)]
-    public var body: Data?
+    public var body: [UInt8]?
     /// How long to wait for the connection, name lookup included.
     public var connectTimeout: Duration
     /// How long the whole exchange may take.
@@ -32,7 +27,7 @@ public struct HTTPRequest: Sendable, CustomStringConvertible, CustomReflectable 
     public var addresses: [String] = []
 
     public init(
-        method: String, url: String, headers: [(name: String, value: String)] = [], body: Data? = nil,
+        method: String, url: String, headers: [(name: String, value: String)] = [], body: [UInt8]? = nil,
         connectTimeout: Duration = .seconds(5), totalTimeout: Duration = .seconds(20), pinnedKey: String? = nil
     ) {
         self.pinnedKey = pinnedKey
@@ -56,13 +51,13 @@ public struct HTTPRequest: Sendable, CustomStringConvertible, CustomReflectable 
 public struct HTTPResponse: Sendable, Equatable {
     public let status: Int
     public let contentType: String?
-    public let body: Data
+    public let body: [UInt8]
     /// Where a 3xx answer points (its Location header as sent; Redirect resolves a relative one), never followed.
     public let location: String?
     /// With `wantsKey`: the server's public key, `sha256/<base64>`.
     public var serverKey: String?
 
-    public init(status: Int, contentType: String?, body: Data, location: String? = nil) {
+    public init(status: Int, contentType: String?, body: [UInt8], location: String? = nil) {
         self.status = status
         self.contentType = contentType
         self.body = body

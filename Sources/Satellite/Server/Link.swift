@@ -7,11 +7,6 @@
 // (1 s doubling to server.retryMs), and learns from every request whether the
 // server answered. Easy to get wrong: an answer from the server it followed
 // before must not count for the one it follows now.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import SatelliteCore
 
 /// The server in use and the calls the satellite makes to it.
@@ -166,7 +161,7 @@ public actor Link {
         try await call { client throws(SatelliteError) in try await client.ask(text: text, client: name, room: room) }
     }
 
-    public func voice(wav: Data, client name: String, room: String) async throws(SatelliteError) -> VoiceAnswer {
+    public func voice(wav: [UInt8], client name: String, room: String) async throws(SatelliteError) -> VoiceAnswer {
         try await call { client throws(SatelliteError) in try await client.voice(wav: wav, client: name, room: room) }
     }
 

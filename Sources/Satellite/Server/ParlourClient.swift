@@ -2,11 +2,6 @@
 // /voice, and the /admin routes, shaped exactly as parlour-protocol.md says. A thin adapter: what answers mean
 // lives in ServerAnswers. Easy to get wrong: the token goes in the header only,
 // never in the query, and never into a message or a description of this value.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import SatelliteCore
 
 /// Talks to one Parlour server over HTTP.
@@ -91,7 +86,7 @@ public struct ParlourClient: Sendable, CustomStringConvertible, CustomReflectabl
     }
 
     /// `POST /voice?client=&room=` with a WAV file; the room is left out when empty.
-    public func voice(wav: Data, client: String, room: String) async throws(SatelliteError) -> VoiceAnswer {
+    public func voice(wav: [UInt8], client: String, room: String) async throws(SatelliteError) -> VoiceAnswer {
         var query = "client=" + Self.encode(client)
         if !room.isEmpty { query += "&room=" + Self.encode(room) }
         let body = try await exchange(.voice, method: "POST", query: query, contentType: "audio/wav", body: wav, timeout: pipelineTimeout)
@@ -137,8 +132,8 @@ public struct ParlourClient: Sendable, CustomStringConvertible, CustomReflectabl
     /// Sends one request and returns a 2xx body; everything else becomes a SatelliteError.
     private func exchange(
         _ route: ServerRoute, method: String, query: String? = nil, authorised: Bool = true,
-        contentType: String? = nil, body: Data? = nil, timeout: Duration? = nil
-    ) async throws(SatelliteError) -> Data {
+        contentType: String? = nil, body: [UInt8]? = nil, timeout: Duration? = nil
+    ) async throws(SatelliteError) -> [UInt8] {
         var headers: [(name: String, value: String)] = [("Accept", "application/json")]
         let sendsToken = authorised && token != nil
         if sendsToken, let token { headers.append(("Authorization", "Bearer " + token)) }

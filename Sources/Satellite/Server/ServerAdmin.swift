@@ -4,11 +4,6 @@
 // too. The server has the final say: a refusal comes back in its own words.
 // Easy to get wrong: a pipeline change is worked out against the saved
 // pipeline the server reports now, and only what differs is sent.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import SatelliteCore
 
 /// Runs the `server ...` commands against the server in use.

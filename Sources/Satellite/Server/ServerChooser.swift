@@ -20,11 +20,6 @@
 // command's end starts it again. A pairing also holds the Link (Link.hold), so
 // that the server followed before never gets the new token, and puts the old
 // token back when the pin cannot be saved: no change is ever seen half done.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import SatelliteCore
 
 /// Chooses the server in use and keeps the Link on it.
@@ -127,9 +122,9 @@ public actor ServerChooser {
             return .error(failed)
         }
         await self.link.hold()
-        let before: Data?
+        let before: [UInt8]?
         do {
-            before = try await BlockingThread.local.run(throwing: { [stateDirectory] () throws(SatelliteError) -> Data? in
+            before = try await BlockingThread.local.run(throwing: { [stateDirectory] () throws(SatelliteError) -> [UInt8]? in
                 let before = TokenFile.saved(stateDirectory: stateDirectory)
                 try TokenFile.write(link.token, stateDirectory: stateDirectory)
                 return before

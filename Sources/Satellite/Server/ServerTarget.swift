@@ -1,11 +1,8 @@
 // Where an http, https, ws or wss URL points, as a connection to it needs it:
 // the name to look up and check in the certificate, the port, the Host header,
 // and the path with its query. One piece for HTTPExchange and WebSocketClient.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
+
+import SatelliteCore
 
 struct ServerTarget {
     let secure: Bool
@@ -23,14 +20,15 @@ struct ServerTarget {
 
     /// `schemes` are the plain and the secure scheme spoken, such as ("http", "https").
     init(url: String, schemes: (plain: String, secure: String)) throws(Unusable) {
-        guard let parts = URLComponents(string: url) else { throw Unusable(reason: "it is not a URL") }
-        switch parts.scheme?.lowercased() {
+        guard let parts = URLParts(url) else { throw Unusable(reason: "it is not a URL") }
+        switch parts.scheme.lowercased() {
         case schemes.plain: secure = false
         case schemes.secure: secure = true
         default: throw Unusable(reason: "it is not \(schemes.plain):// or \(schemes.secure)://")
         }
         // A user in the URL is never turned into an Authorization header: CallbackURL refuses it, and here it is dropped.
-        guard let host = parts.host, !host.isEmpty else { throw Unusable(reason: "it has no host") }
+        let host = parts.host
+        guard !host.isEmpty else { throw Unusable(reason: "it has no host") }
         name = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
         // The host comes back with its escapes undone: "%0D%0A" would start a header of the URL's choosing.
         guard name.utf8.allSatisfy(Self.hostBytes.contains) else { throw Unusable(reason: "its host holds characters no host name has") }

@@ -7,11 +7,6 @@
 // pairing takes effect without a restart, and is checked against RFC 6750's
 // character set first: one that is not a bearer token is an error naming its
 // place, and is sent nowhere. The token is handed only to the Link.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import SatelliteCore
 
 /// Where the token is read from.
@@ -48,7 +43,7 @@ public struct TokenStore: Sendable {
     private func text(at source: TokenSource) -> String? {
         let text: String?
         switch source {
-        case .file(let path, _): text = FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) }
+        case .file(let path, _): text = (try? FileSystem.read(path)).map { String(decoding: $0, as: UTF8.self) }
         case .environment(let name): text = environment[name]
         }
         return text.flatMap(TokenStore.clean)

@@ -15,11 +15,6 @@
 // checked before a byte of the request is written; a message over its bound is
 // dropped as it comes, never held; a peer that floods is read a bounded amount
 // a wake-up, so the microphone never waits on it.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import COpenSSL
 import Glibc
 import SatelliteCore
@@ -30,7 +25,7 @@ public enum WebSocketEvent: Sendable, Equatable {
     /// The handshake was accepted.
     case open
     case text(String)
-    case binary(Data)
+    case binary([UInt8])
     /// A pong came back for a `ping()`. The keepalive pings' pongs are not events: nobody
     /// waits on them, and each would wake the conversation's task for nothing.
     case pong
@@ -210,7 +205,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     /// show), and refusing the newest keeps what was queued, and any control message after it,
     /// in order. The caller decides whether a gap in the audio matters.
     @discardableResult
-    public func sendBinary(_ data: Data) -> Bool {
+    public func sendBinary(_ data: [UInt8]) -> Bool {
         enqueue(data.withUnsafeBytes { WebSocketFrame.masked(.binary, $0, key: Self.maskKey()) }, bounded: true)
     }
 
@@ -271,7 +266,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
                 + "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
             var nonce = [UInt8](repeating: 0, count: 16)
             for index in nonce.indices { nonce[index] = .random(in: .min ... .max) }
-            let key = Data(nonce).base64EncodedString()
+            let key = Base64.encode(nonce)
             request += "Sec-WebSocket-Key: \(key)\r\n"
             do throws(HTTPHead.BadHeader) {
                 request += try HTTPHead.lines(headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }) + "\r\n"
@@ -302,7 +297,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
 
     /// The Sec-WebSocket-Accept a server must answer `key` with (RFC 6455, 4.2.2).
     private static func accept(_ key: String) -> String {
-        Data(SHA1.digest(Array((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8))).base64EncodedString()
+        Base64.encode(SHA1.digest(Array((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8)))
     }
 
     // MARK: The audio thread
@@ -591,7 +586,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             guard let text = String(validating: whole.data, as: UTF8.self) else { return broken("text that is not UTF-8", code: 1007) }
             emit(.text(text))
         } else {
-            emit(.binary(Data(whole.data)))
+            emit(.binary(Array(whole.data)))
         }
     }
 

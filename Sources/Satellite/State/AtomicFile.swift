@@ -3,11 +3,6 @@
 // temporary must be created with its final mode (a token must never be readable
 // by others, not even for a moment), both it and the folder must be fsynced,
 // and a failure must not leave the temporary behind.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Glibc
 import SatelliteCore
 
@@ -29,12 +24,12 @@ public enum AtomicFile {
 
     /// Replaces `path` with `data`, which gets exactly `mode`: a temporary file in the same folder
     /// (created with that mode), written whole and fsynced, renamed over `path`, then the folder fsynced.
-    public static func write(_ data: Data, to path: String, mode: mode_t) throws(Failure) {
+    public static func write(_ data: [UInt8], to path: String, mode: mode_t) throws(Failure) {
         try write(data, to: path, mode: mode, beforeRename: { _ throws(POSIXFailure) in })
     }
 
     /// `write`, with a look at the finished temporary file before it is renamed (for tests).
-    static func write(_ data: Data, to path: String, mode: mode_t,
+    static func write(_ data: [UInt8], to path: String, mode: mode_t,
                       beforeRename: (String) throws(POSIXFailure) -> Void) throws(Failure) {
         let (fd, temporary) = try createTemporary(beside: path, mode: mode)
         do throws(POSIXFailure) {
@@ -74,7 +69,7 @@ public enum AtomicFile {
     /// which may hold a secret. Quietly: a folder that cannot be read has none to remove.
     public static func removeLeftovers(of path: String) {
         let (folder, name) = split(path)
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
+        guard let entries = FileSystem.names(in: folder) else { return }
         for entry in entries where entry.hasPrefix(".\(name).") && entry.hasSuffix(".tmp") {
             unlink("\(folder)/\(entry)")
         }

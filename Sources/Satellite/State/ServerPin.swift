@@ -7,11 +7,6 @@
 // `token set` gives it the state folder's. pin.json is written and fsynced on
 // BlockingThread, and the changes go one at a time (`inLine`): a change waits
 // for the one before it to be written, so none decides on a pin not yet saved.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import SatelliteCore
 
 /// The pinned server, kept in pin.json.
@@ -22,8 +17,8 @@ public actor ServerPin {
     private let configuredURL: String?
     private var configuredToken: TokenKind?
     private let bus: EventBus
-    private let now: @Sendable () -> Date
-    private let startedAt: Date
+    private let now: @Sendable () -> WallTime
+    private let startedAt: WallTime
     private var stored: Pin?
     /// A change is being made; the changes waiting for it, in order.
     private var changing = false
@@ -34,13 +29,13 @@ public actor ServerPin {
     /// Reads pin.json. A file that cannot be read is reported on the bus and left in place.
     /// `configuredToken` is where a configured server's token is read from.
     public init(stateDirectory: String, configuredURL: String?, configuredToken: TokenKind? = .state, bus: EventBus,
-                now: @escaping @Sendable () -> Date = Date.init) {
+                now: @escaping @Sendable () -> WallTime = WallTime.now) {
         self.init(stateDirectory: stateDirectory, configuredURL: configuredURL, configuredToken: configuredToken, bus: bus,
                   now: now, thread: .local)
     }
 
     init(stateDirectory: String, configuredURL: String?, configuredToken: TokenKind? = .state, bus: EventBus,
-         now: @escaping @Sendable () -> Date = Date.init, thread: BlockingThread) {
+         now: @escaping @Sendable () -> WallTime = WallTime.now, thread: BlockingThread) {
         self.thread = thread
         let file = SatellitePaths.joined(stateDirectory, "pin.json")
         self.file = file
@@ -49,7 +44,7 @@ public actor ServerPin {
         self.configuredToken = configuredToken
         self.bus = bus
         self.now = now
-        startedAt = ServerPin.wholeSeconds(now())
+        startedAt = now()
         stored = ServerPin.read(file, bus: bus)
     }
 
@@ -72,7 +67,7 @@ public actor ServerPin {
             }
             let trimmedName = name.trimmed()
             var pin = Pin(url: url, name: trimmedName.isEmpty ? address.host : trimmedName, how: how,
-                          pinnedAt: ServerPin.wholeSeconds(now()), key: key, tokenSource: tokenSource)
+                          pinnedAt: now(), key: key, tokenSource: tokenSource)
             pin.addresses = addresses
             pin.instance = instance
             try await save(pin)
@@ -156,8 +151,8 @@ public actor ServerPin {
 
     /// The stored pin, or nil when there is no file or it cannot be used (then a warning says why).
     private static func read(_ file: String, bus: EventBus) -> Pin? {
-        guard let data = FileManager.default.contents(atPath: file) else {
-            if FileManager.default.fileExists(atPath: file) {
+        guard let data = try? FileSystem.read(file) else {
+            if FileSystem.exists(file) {
                 let problem = "it exists but cannot be opened; check its owner and permissions"
                 bus.notice(.warning, PinFileError(file: file, problem: problem).description, ["file": file])
             }
@@ -169,10 +164,5 @@ public actor ServerPin {
             bus.notice(.warning, error.description, ["file": file])
             return nil
         }
-    }
-
-    /// pin.json keeps whole seconds, so the pin in memory does too and reads back equal.
-    private static func wholeSeconds(_ date: Date) -> Date {
-        Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down))
     }
 }

@@ -4,11 +4,6 @@
 // is written first, so a change that cannot be kept is not made at all; changes
 // run one at a time, so a quick mute and unmute cannot cross; and a broken file
 // reads as muted, never as a microphone left open.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import SatelliteCore
 
 /// The satellite's own settings, kept over restarts.
@@ -37,8 +32,8 @@ public actor SettingsKeeper {
     public static func load(stateDirectory: String, configRoom: String, bus: EventBus) -> LocalSettings {
         let file = path(stateDirectory: stateDirectory)
         AtomicFile.removeLeftovers(of: file)
-        guard let data = FileManager.default.contents(atPath: file) else {
-            guard FileManager.default.fileExists(atPath: file) else { return LocalSettings() }
+        guard let data = try? FileSystem.read(file) else {
+            guard FileSystem.exists(file) else { return LocalSettings() }
             let problem = SettingsFileError(file: file, problem: "it exists but cannot be opened; check its owner and permissions")
             bus.notice(.warning, problem.description, ["file": file])
             return LocalSettings(muted: true)

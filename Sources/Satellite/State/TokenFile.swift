@@ -2,11 +2,6 @@
 // `token clear`. Easy to get wrong: the file is 0600 from the moment it exists,
 // it holds the token alone (and a newline), and no error message may quote it.
 // Reading is TokenStore's job.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import SatelliteCore
 
 /// The token file in the state folder.
@@ -28,19 +23,19 @@ public enum TokenFile {
         let file = path(stateDirectory: stateDirectory)
         do {
             try AtomicFile.makeFolder(stateDirectory, mode: 0o700)
-            try AtomicFile.write(Data((clean + "\n").utf8), to: file, mode: 0o600)
+            try AtomicFile.write(Array((clean + "\n").utf8), to: file, mode: 0o600)
         } catch {
             throw error.satelliteError("The token could not be saved")
         }
     }
 
     /// What the token file holds now (nil: there is none), to put back with `restore`.
-    public static func saved(stateDirectory: String) -> Data? {
-        FileManager.default.contents(atPath: path(stateDirectory: stateDirectory))
+    public static func saved(stateDirectory: String) -> [UInt8]? {
+        try? FileSystem.read(path(stateDirectory: stateDirectory))
     }
 
     /// Puts back what `saved` gave (nil: removes the file), when a pairing cannot be finished.
-    public static func restore(_ saved: Data?, stateDirectory: String) throws(SatelliteError) {
+    public static func restore(_ saved: [UInt8]?, stateDirectory: String) throws(SatelliteError) {
         let file = path(stateDirectory: stateDirectory)
         do {
             if let saved { try AtomicFile.write(saved, to: file, mode: 0o600) } else { _ = try AtomicFile.remove(file) }

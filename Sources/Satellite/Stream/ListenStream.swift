@@ -14,11 +14,6 @@
 // actor is its shell for the stream transport, the socket and the devices.
 // In wake mode the room goes up from the audio thread (ListenSink), routed by
 // the machine's state; only a push turn's periods come here.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import SatelliteCore
 
 /// Holds the /listen socket, streams the microphone, plays the replies.
@@ -336,7 +331,7 @@ public actor ListenStream {
         }
     }
 
-    private func received(_ wav: Data) async {
+    private func received(_ wav: [UInt8]) async {
         do {
             let audio = try WAV.decode(wav)
             await perform(machine.handle(.audio), audio: audio)

@@ -9,11 +9,6 @@
 // group must not be signalled once its leader is reaped (the number may be
 // reused), so the reaper first waits without reaping, and signals are sent
 // under the same lock.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import CSpawn
 import Glibc
 import Synchronization
@@ -44,7 +39,7 @@ final class ChildProcess: Sendable {
     /// `environment`. `input` is written to its standard input, which then closes; its
     /// standard output is /dev/null, its standard error the daemon's (the journal under systemd).
     static func spawn(executable: String, arguments: [String], environment: [String: String],
-                      input: Data) throws(POSIXFailure) -> ChildProcess {
+                      input: [UInt8]) throws(POSIXFailure) -> ChildProcess {
         var pipeEnds: [Int32] = [-1, -1]
         try POSIX.call("pipe") { pipe(&pipeEnds) }
         let (reading, writing) = (pipeEnds[0], pipeEnds[1])

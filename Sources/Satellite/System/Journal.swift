@@ -2,11 +2,6 @@
 // the PARLOUR_* fields people filter on) when stderr is the journal, else one
 // plain line per record on stderr. It is a subscriber of the event bus, so it
 // says exactly what status says. Nothing here ever sees the token.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Glibc
 import CSystemd
 import SatelliteCore
@@ -31,7 +26,7 @@ public struct Journal: Sendable {
     public let native: Bool
 
     /// Native when JOURNAL_STREAM names the file that stderr is (systemd sets it so).
-    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+    public init(environment: [String: String] = ProcessEnvironment.variables) {
         native = Journal.stderrIsJournal(environment["JOURNAL_STREAM"])
     }
 

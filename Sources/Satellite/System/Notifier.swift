@@ -2,11 +2,6 @@
 // STATUS= a plain sentence for each state, STOPPING=1 on shutdown, and
 // WATCHDOG=1 only after every actor has answered a ping, so a stuck actor lets
 // the watchdog fire instead of being hidden by a bare timer.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import CSystemd
 import SatelliteCore
 

@@ -1,11 +1,6 @@
 // Every system call the satellite makes by hand goes through here: EINTR is
 // retried, and a failure becomes an error that names the call and errno, for
 // the journal. (swift-nio's rule, kept small.)
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Glibc
 
 /// A failed system call: which one, and errno.

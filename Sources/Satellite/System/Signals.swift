@@ -6,11 +6,6 @@
 // one that comes before the handler is in place stays pending, not fatal.
 // SIGPIPE is ignored: a client that goes away while the daemon writes to it is
 // an error on that write, not a death.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Glibc
 
 public enum Signals {

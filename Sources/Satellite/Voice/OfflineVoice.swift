@@ -8,11 +8,6 @@
 // nothing. Easy to get wrong: espeak-ng's API is not thread-safe (only that
 // one thread ever calls it), and its synchronous mode blocks, so it never runs
 // on Swift's cooperative pool.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import CEspeak
 import Glibc
 import SatelliteCore

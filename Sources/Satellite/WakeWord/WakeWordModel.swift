@@ -8,11 +8,6 @@
 // differently: 2 or 3 of the bench corpus's 945 decisions then differed from the
 // reference's, each on a clip within 0.005 of its cutoff. Measured and not taken
 // (BENCHMARKS.md).
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import CTFLite
 import SatelliteCore
 
@@ -38,9 +33,9 @@ public final class WakeWordModel {
 
     /// Loads the model the manifest at `manifestPath` names; `cutoff` overrides the manifest's.
     public init(manifestPath: String, library: TFLiteLibrary, cutoff: Double? = nil) throws(WakeWordModelError) {
-        let data: Data
+        let data: [UInt8]
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: manifestPath))
+            data = try FileSystem.read(manifestPath)
         } catch {
             throw WakeWordModelError(file: manifestPath, problem: "cannot be read (\(error.fileReason))")
         }
@@ -51,7 +46,7 @@ public final class WakeWordModel {
             throw WakeWordModelError(file: manifestPath, problem: nil, manifest: error)
         }
         let modelPath = manifest.modelPath(manifestPath: manifestPath)
-        guard FileManager.default.fileExists(atPath: modelPath) else {
+        guard FileSystem.exists(modelPath) else {
             throw WakeWordModelError(file: modelPath, problem: "does not exist (the model \(manifestPath) names under \"model\")")
         }
         guard let model = library.modelCreateFromFile(modelPath) else {

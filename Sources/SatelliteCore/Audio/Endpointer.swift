@@ -16,11 +16,6 @@
 // is taken for speech for about 4 s until the floor catches up; speech quieter than
 // about 7 dB over white noise is not heard (the tests use 10 and 15 dB).
 
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Glibc
 
 /// Decides, from microphone samples as they arrive, whether someone spoke and when they finished.

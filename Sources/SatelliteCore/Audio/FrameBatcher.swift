@@ -2,11 +2,6 @@
 // socket. The server cuts what it gets into 80 ms frames (1280 samples) and can
 // judge nothing sooner, so sending each period alone would only quadruple the
 // messages (and per-message work on both sides) for no gain in latency.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 
 /// Collects samples and hands them out as S16_LE bytes in blocks of `samples`.
 public struct FrameBatcher: Sendable {
@@ -20,7 +15,7 @@ public struct FrameBatcher: Sendable {
     }
 
     /// Adds samples; returns the whole blocks now ready, joined, or nil when none is.
-    public mutating func add(_ more: [Int16]) -> Data? {
+    public mutating func add(_ more: [Int16]) -> [UInt8]? {
         pending.append(contentsOf: more)
         let whole = pending.count / samples * samples
         guard whole > 0 else { return nil }
@@ -30,7 +25,7 @@ public struct FrameBatcher: Sendable {
     }
 
     /// What is left (less than a block), emptied; nil when nothing is.
-    public mutating func flush() -> Data? {
+    public mutating func flush() -> [UInt8]? {
         guard !pending.isEmpty else { return nil }
         defer { pending.removeAll(keepingCapacity: true) }
         return Self.bytes(pending[...])
@@ -41,11 +36,11 @@ public struct FrameBatcher: Sendable {
 
     /// The samples as S16_LE bytes. One copy of the whole block: appending a byte at a
     /// time cost about 750 instructions a byte, nine tenths of the daemon's work while streaming.
-    private static func bytes(_ samples: ArraySlice<Int16>) -> Data {
+    private static func bytes(_ samples: ArraySlice<Int16>) -> [UInt8] {
         #if _endian(little)
-        return samples.withUnsafeBytes { Data($0) }
+        return samples.withUnsafeBytes { Array($0) }
         #else
-        return samples.map(\.littleEndian).withUnsafeBytes { Data($0) }
+        return samples.map(\.littleEndian).withUnsafeBytes { Array($0) }
         #endif
     }
 }

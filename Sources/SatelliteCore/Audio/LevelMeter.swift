@@ -2,11 +2,6 @@
 // microphone hear them: the daemon cuts what it hears into 100 ms windows and
 // sends each one's level as an event; parlourctl draws it as a bar. The words
 // and the bar are MeterText's (ControlCore), which reads these keys back.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 
 /// Windows of microphone audio, their levels, and how they are shown.
 public struct LevelMeter: Sendable, Equatable {

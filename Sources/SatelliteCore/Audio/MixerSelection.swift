@@ -4,11 +4,6 @@
 // any name the ALSA configuration defines (a plug, a dmix of its own) give the
 // card `default`, whose mixer is the default card's. The control is audio.mixer;
 // "Master", the default, falls back to the names small cards use instead.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 
 /// The mixer card and the control names to try, from the config.
 public enum MixerSelection {

@@ -3,11 +3,6 @@
 // microphone by it. Easy to get wrong: a microphone that is switched off in the
 // mixer gives exact zeros, and a broken one may give one value over and over,
 // which is loud by RMS yet carries nothing; both must be told from a quiet room.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Glibc
 
 /// Running statistics of 16-bit samples: RMS, peak, a constant value, clipping.

@@ -3,11 +3,6 @@
 // Easy to get wrong: trusting a size the file does not back up, the pad byte
 // after an odd chunk, EXTENSIBLE's subformat GUID, and allocating per sample.
 
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 
 /// Decodes every common WAV layout to 16-bit samples, and writes the one layout /voice takes.
 ///
@@ -26,8 +21,8 @@ import Foundation
 /// from 16-bit samples comes back exact), 8-bit is unsigned and re-centred.
 public enum WAV {
     /// The 16-bit samples, rate and channels of a WAV file.
-    public static func decode(_ data: Data) throws(WAVError) -> PCMAudio {
-        // Data.withUnsafeBytes only rethrows untyped errors, so the result is carried out.
+    public static func decode(_ data: [UInt8]) throws(WAVError) -> PCMAudio {
+        // withUnsafeBytes only rethrows untyped errors, so the result is carried out.
         let result = data.withUnsafeBytes { bytes -> Result<PCMAudio, WAVError> in
             do throws(WAVError) {
                 return .success(try decode(bytes: bytes))
@@ -39,9 +34,10 @@ public enum WAV {
     }
 
     /// A canonical 44-byte-header PCM 16-bit WAV of `audio`.
-    public static func encode(_ audio: PCMAudio) -> Data {
+    public static func encode(_ audio: PCMAudio) -> [UInt8] {
         let dataBytes = audio.samples.count * 2
-        var out = Data(capacity: 44 + dataBytes)
+        var out: [UInt8] = []
+        out.reserveCapacity(44 + dataBytes)
         func append<T: FixedWidthInteger>(_ value: T) {
             withUnsafeBytes(of: value.littleEndian) { out.append(contentsOf: $0) }
         }

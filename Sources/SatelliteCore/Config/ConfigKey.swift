@@ -3,11 +3,6 @@
 // `all`; the loader walks the file against this table, so wrong values and
 // unknown keys are named by their full path without code of their own.
 
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 
 /// A value a key refused: what the key expected, and how to show what was found
 /// when quoting the value itself would be wrong (it may hold a password).
@@ -184,27 +179,25 @@ extension ConfigKey {
     static func serverURL(_ text: String) throws(Rejection) -> String? {
         if text.isEmpty { return "" }
         let example = "such as \"http://parlour.local:8765\""
-        guard var parts = URLComponents(string: text), let scheme = parts.scheme?.lowercased(),
-              scheme == "http" || scheme == "https", let host = parts.host, !host.isEmpty
+        guard let parts = URLParts(text), case let scheme = parts.scheme.lowercased(),
+              scheme == "http" || scheme == "https", !parts.host.isEmpty
         else {
             throw Rejection("\"\" (find the server with Bonjour) or an http:// or https:// address \(example)")
         }
         // Checked first, and the value is not quoted back: it may hold a password.
-        if parts.user != nil || parts.password != nil {
+        if parts.user != nil {
             throw Rejection("an address without \"user:password@\" (the satellite's only credential is its token,"
                 + " and it goes to the server alone)", found: "an address with a user name or password in it")
         }
-        if !(parts.path.isEmpty || parts.path == "/") {
+        if !(parts.percentEncodedPath.isEmpty || parts.percentEncodedPath == "/") {
             throw Rejection("the server's address with no path, \(example) (the satellite adds /v1 and /listen itself)")
         }
-        if parts.query != nil { throw Rejection("an address with no query (\"?...\"), \(example)") }
+        if parts.percentEncodedQuery != nil { throw Rejection("an address with no query (\"?...\"), \(example)") }
         if parts.fragment != nil { throw Rejection("an address with no fragment (\"#...\"), \(example)") }
         if let port = parts.port, !(1...65_535).contains(port) {
             throw Rejection("an address whose port is from 1 to 65535")
         }
-        parts.scheme = scheme
-        parts.path = ""
-        return parts.string ?? text
+        return "\(scheme)://\(parts.authority)"
     }
 
     /// A command line the satellite can split without a shell (ShellWords); kept as written.

@@ -3,11 +3,6 @@
 // was expected); unknown keys only warn, so a file written for a newer version
 // still starts. A missing default file is fine, a missing named file is not.
 
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Glibc
 
 /// A config that passed, with the warnings to log about it.
@@ -43,9 +38,9 @@ public enum ConfigLoader {
                 + " copy config/satellite.json there to change them.",
             ])
         }
-        let data: Data
+        let data: [UInt8]
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
+            data = try FileSystem.read(path)
         } catch {
             throw ConfigError(file: path, keyPath: nil, message:
                 "it cannot be read (\(error.fileReason)); make it readable by the user the daemon runs as")
@@ -54,7 +49,7 @@ public enum ConfigLoader {
     }
 
     /// Checks the text of a config file; `file` is only used to name it in errors and warnings.
-    public static func decode(_ data: Data, file: String, hostName: String) throws(ConfigError) -> LoadedConfig {
+    public static func decode(_ data: [UInt8], file: String, hostName: String) throws(ConfigError) -> LoadedConfig {
         if data.allSatisfy({ [0x20, 0x09, 0x0A, 0x0D].contains($0) }) {
             throw ConfigError(file: file, keyPath: nil, message: "the file is empty; write {} for all defaults")
         }

@@ -62,7 +62,7 @@ public struct DiscoveredServer: Sendable, Equatable {
         if host.contains(".") || addresses.isEmpty { return "http://\(host):\(port)" }
         let address = addresses[0]
         guard address.contains(":") else { return "http://\(address):\(port)" }
-        return "http://[\(address.replacing("%", with: "%25"))]:\(port)"
+        return "http://[\(address.split(separator: "%", omittingEmptySubsequences: false).joined(separator: "%25"))]:\(port)"
     }
 
     /// One entry of `parlourctl servers --json`; the pin marks the pinned one.

@@ -4,11 +4,6 @@
 // table test; the daemon only gathers the facts. Easy to get wrong: a fix must
 // be a command a person can paste (a `#` comment may explain it), and a fix that
 // would not work (pairing again while systemd's credential wins) is worse than none.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Glibc
 
 /// From facts to checks.
@@ -274,17 +269,17 @@ public enum DoctorRules {
     // MARK: The machine
 
     /// The earliest date a sane clock can show.
-    public static let earliest = Date(timeIntervalSince1970: 1_704_067_200)  // 2024-01-01T00:00:00Z
+    public static let earliest = WallTime(seconds: 1_704_067_200)  // 2024-01-01T00:00:00Z
 
     /// `built`: when this program was built (its file's time), if known.
-    public static func clock(now: Date, built: Date?) -> DoctorCheck {
-        let shown = now.formatted(.iso8601)
+    public static func clock(now: WallTime, built: WallTime?) -> DoctorCheck {
+        let shown = now.iso8601
         let fix = "sudo timedatectl set-ntp true   # then timedatectl status should say: System clock synchronized: yes"
         if now < earliest {
             return DoctorCheck(.clock, .fail, "The clock says \(shown), before 2024: TLS certificates and the server's answers will look wrong.", fix: fix)
         }
-        if let built, now < built.addingTimeInterval(-86_400) {
-            return DoctorCheck(.clock, .fail, "The clock says \(shown), before this program was built (\(built.formatted(.iso8601))).", fix: fix)
+        if let built, now.seconds < built.seconds - 86_400 {
+            return DoctorCheck(.clock, .fail, "The clock says \(shown), before this program was built (\(built.iso8601)).", fix: fix)
         }
         return DoctorCheck(.clock, .ok, "The clock says \(shown).")
     }

@@ -2,11 +2,6 @@
 // program found once, at start, so that a typo stops the daemon with the key
 // named instead of failing quietly on every state change. The words are run
 // with posix_spawn, never through a shell.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Glibc
 
 /// A program and its arguments, ready to run.
@@ -61,14 +56,9 @@ public struct HookCommand: Sendable, Equatable {
     /// (colon-separated). The error says what was looked for and where.
     public static func resolve(_ words: [String], searchPath: String?) -> Result<HookCommand, ShellWords.Failure> {
         guard let program = words.first else { return .failure(ShellWords.Failure("there is no program")) }
-        let manager = FileManager.default
-        func runnable(_ path: String) -> Bool {
-            var info = stat()
-            return stat(path, &info) == 0 && info.st_mode & S_IFMT != S_IFDIR && manager.isExecutableFile(atPath: path)
-        }
         if program.hasPrefix("/") {
-            guard runnable(program) else {
-                let why = manager.fileExists(atPath: program) ? "is not an executable file" : "does not exist"
+            guard FileSystem.isRunnable(program) else {
+                let why = FileSystem.exists(program) ? "is not an executable file" : "does not exist"
                 return .failure(ShellWords.Failure("the program \(program) \(why)"))
             }
             return .success(HookCommand(arguments: words, executable: program))
@@ -76,7 +66,7 @@ public struct HookCommand: Sendable, Equatable {
         let search = searchPath.flatMap { $0.isEmpty ? nil : $0 } ?? defaultSearchPath
         for directory in search.split(separator: ":") where directory.hasPrefix("/") {
             let candidate = directory.hasSuffix("/") ? "\(directory)\(program)" : "\(directory)/\(program)"
-            if runnable(candidate) { return .success(HookCommand(arguments: words, executable: candidate)) }
+            if FileSystem.isRunnable(candidate) { return .success(HookCommand(arguments: words, executable: candidate)) }
         }
         return .failure(ShellWords.Failure("no program \(program) was found in PATH (\(search))"))
     }

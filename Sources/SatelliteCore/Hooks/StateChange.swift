@@ -3,11 +3,6 @@
 // the daemon's environment, which may hold the token (PARLOUR_TOKEN) or point at
 // it (CREDENTIALS_DIRECTORY); both are removed here, with systemd's per-process
 // variables that belong to the daemon alone.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 
 /// One state change, as a state hook receives it.
 public struct StateChange: Sendable, Equatable {
@@ -16,9 +11,9 @@ public struct StateChange: Sendable, Equatable {
     public var room: String
     /// The server in use's name, when one is known.
     public var serverName: String?
-    public var at: Date
+    public var at: WallTime
 
-    public init(state: SatelliteState, previous: SatelliteState, room: String, serverName: String?, at: Date) {
+    public init(state: SatelliteState, previous: SatelliteState, room: String, serverName: String?, at: WallTime) {
         self.state = state
         self.previous = previous
         self.room = room
@@ -52,7 +47,7 @@ public struct StateChange: Sendable, Equatable {
         fields["v"] = .number(Double(ControlProtocol.version))
         fields["room"] = .string(room)
         fields["serverName"] = .from(serverName)
-        fields["at"] = .string(at.formatted(.iso8601))
+        fields["at"] = .string(at.iso8601)
         return .object(fields)
     }
 }

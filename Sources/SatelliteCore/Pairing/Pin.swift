@@ -4,18 +4,13 @@
 // and `configured` is never written there: the config says that, not the file.
 // `tokenSource` says which of the token's places belongs to this server (never
 // the token): a request carries that token or none (INTERFACE.md token rules).
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 
 /// A pinned server: only it gets a request or the token.
 public struct Pin: Sendable, Equatable {
     public var url: String
     public var name: String
     public var how: PinHow
-    public var pinnedAt: Date
+    public var pinnedAt: WallTime
     /// An https server's public key, `sha256/<base64>` (ServerKey): only a server showing it is sent anything.
     public var key: String?
     /// The addresses the server's name stood for when it was pinned: the only ones it is reached
@@ -26,7 +21,7 @@ public struct Pin: Sendable, Equatable {
     /// Where this server's token is read from; nil: this server gets no token (until `pair` or `token set`).
     public var tokenSource: TokenKind?
 
-    public init(url: String, name: String, how: PinHow, pinnedAt: Date, key: String? = nil,
+    public init(url: String, name: String, how: PinHow, pinnedAt: WallTime, key: String? = nil,
                 tokenSource: TokenKind? = .state) {
         self.url = url
         self.name = name
@@ -40,7 +35,7 @@ public struct Pin: Sendable, Equatable {
     /// seconds) and `tokenSource` `"credential"`, `"state"`, `"environment"` or null.
     public var json: JSONValue {
         var fields: [String: JSONValue] = ["url": .string(url), "name": .string(name), "how": .string(how.rawValue),
-                                           "pinnedAt": .string(pinnedAt.formatted(.iso8601)),
+                                           "pinnedAt": .string(pinnedAt.iso8601),
                                            "tokenSource": .from(tokenSource?.rawValue)]
         if let key { fields["key"] = .string(key) }
         if !addresses.isEmpty { fields["addresses"] = .array(addresses.map(JSONValue.string)) }
@@ -49,11 +44,11 @@ public struct Pin: Sendable, Equatable {
     }
 
     /// The bytes of pin.json: the JSON and a newline.
-    public var fileData: Data { Data((json.text + "\n").utf8) }
+    public var fileData: [UInt8] { Array((json.text + "\n").utf8) }
 
     /// Reads pin.json. `file` is the path, for the error; other keys are ignored. A pin.json from before
     /// `tokenSource` was written has its token in the state folder, where pairing and `token set` put it.
-    public static func decode(_ data: Data, file: String) throws(PinFileError) -> Pin {
+    public static func decode(_ data: [UInt8], file: String) throws(PinFileError) -> Pin {
         let value: JSONValue
         do { value = try JSONValue.parse(data) } catch { throw PinFileError(file: file, problem: error.description) }
         guard let fields = value.objectValue else {
@@ -110,10 +105,7 @@ public struct Pin: Sendable, Equatable {
     }
 
     /// ISO 8601 with or without fractional seconds, in UTC or with an offset.
-    private static func parseDate(_ text: String) -> Date? {
-        if let date = try? Date(text, strategy: .iso8601) { return date }
-        return try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true))
-    }
+    private static func parseDate(_ text: String) -> WallTime? { WallTime(iso8601: text) }
 }
 
 /// A pin.json that cannot be used: which file, what is wrong, and the way out.

@@ -5,11 +5,6 @@
 // resolves elsewhere proves nothing, and on plain http nothing but the pinned
 // Bonjour instance announcing the new address, while the old one is silent,
 // counts; on https the pinned key proves the server wherever it is.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Glibc
 
 /// The pure rules of addresses and moves.

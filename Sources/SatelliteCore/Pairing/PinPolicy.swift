@@ -3,11 +3,6 @@
 // config wins and is never replaced; then a pin; only with neither does the
 // satellite look, and it pins the first server that passes both checks. Easy to
 // get wrong: once pinned, a newcomer is only reported, never contacted.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 
 /// The pinning rules, as pure functions for the actors that own the pin and the search.
 public enum PinPolicy {
@@ -45,7 +40,7 @@ public enum PinPolicy {
     /// The server in use: `server.url` from the config (`configured`), else the stored pin,
     /// else nil, and the satellite must look. `now` stands as `pinnedAt` of a configured server, and
     /// `configuredToken` as its token's place.
-    public static func serverInUse(configuredURL: String?, stored: Pin?, now: Date, configuredToken: TokenKind? = .state) -> Pin? {
+    public static func serverInUse(configuredURL: String?, stored: Pin?, now: WallTime, configuredToken: TokenKind? = .state) -> Pin? {
         if let url = configured(configuredURL) {
             return Pin(url: url, name: ServerAddress(url)?.host ?? url, how: .configured, pinnedAt: now,
                        tokenSource: configuredToken)
@@ -91,7 +86,7 @@ public enum PinPolicy {
     }
 
     /// The pin for a server found by Bonjour and accepted with the token of `tokenSource`.
-    public static func pin(discovered server: Advertiser, at date: Date, tokenSource: TokenKind? = .state) -> Pin {
+    public static func pin(discovered server: Advertiser, at date: WallTime, tokenSource: TokenKind? = .state) -> Pin {
         Pin(url: server.url, name: server.name, how: .discovered, pinnedAt: date, tokenSource: tokenSource)
     }
 

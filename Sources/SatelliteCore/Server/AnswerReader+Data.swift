@@ -1,14 +1,9 @@
 // A server's answer body read as JSON, then as the object its route promises
 // (AnswerReader, in ControlCore, which has no Data: parlourctl reads results
 // back with it and links no Foundation).
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 
 extension AnswerReader {
-    init(body: Data, route: ServerRoute) throws(SatelliteError) {
+    init(body: [UInt8], route: ServerRoute) throws(SatelliteError) {
         let value: JSONValue
         do { value = try JSONValue.parse(body) } catch {
             throw SatelliteError(.badAnswer, "The server's answer to \(route.rawValue) is not JSON.")

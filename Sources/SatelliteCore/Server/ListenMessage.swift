@@ -2,11 +2,6 @@
 // read and written without any socket, so every odd message a server might send
 // is tested here. Easy to get wrong: the 4 KiB bound counts UTF-8 bytes, not
 // characters, and a message with a type we do not know is not an error.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 
 /// A text message from the server on `/listen`.
 public enum ListenMessage: Sendable, Equatable {

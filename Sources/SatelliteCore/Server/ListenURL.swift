@@ -16,7 +16,7 @@ public enum ListenURL {
     /// `https`, path `/listen`, and `client`, `room` (left out when empty) and `mode` as query.
     /// Any path, query or fragment of the server URL is dropped.
     public static func build(server: String, client: String, room: String, mode: ListenMode) throws(ListenURLError) -> String {
-        guard let schemeEnd = server.firstRange(of: "://") else {
+        guard let schemeEnd = server.range(ofText: "://") else {
             throw ListenURLError("the server URL \"\(server)\" has no scheme; it should look like http://host:8765")
         }
         let scheme: String

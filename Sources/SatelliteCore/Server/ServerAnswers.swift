@@ -2,11 +2,6 @@
 // status and every malformed body can be tested without a network. Easy to get
 // wrong: the server's own refusal text must pass through unchanged, and no
 // message may carry the token or a URL's query (parlour-protocol.md 1.2, 1.3).
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 
 /// `GET /health`. Older servers send only `ok`, `tools` and `cloud`.
 public struct ServerHealthAnswer: Sendable, Equatable {
@@ -46,9 +41,9 @@ public struct VoiceAnswer: Sendable, Equatable {
     public let reply: String
     public let via: String
     /// The reply as a whole WAV file, decoded from the answer's base64.
-    public let audio: Data?
+    public let audio: [UInt8]?
 
-    public init(heard: String, reply: String, via: String, audio: Data?) {
+    public init(heard: String, reply: String, via: String, audio: [UInt8]?) {
         self.heard = heard
         self.reply = reply
         self.via = via
@@ -86,7 +81,7 @@ public enum ServerAnswers {
     ///   "refused" or "none set".
     /// - Parameters:
     ///   - location: a 3xx answer's Location header; `url` (what was asked) resolves a relative one.
-    public static func refusal(status: Int, body: Data, route: ServerRoute, sentToken: Bool,
+    public static func refusal(status: Int, body: [UInt8], route: ServerRoute, sentToken: Bool,
                                location: String? = nil, url: String = "") -> SatelliteError? {
         if (200..<300).contains(status) { return nil }
         if status == 401 {
@@ -103,7 +98,7 @@ public enum ServerAnswers {
         return SatelliteError(.serverRefused, "The server answered \(route.rawValue) with status \(status) and gave no reason.")
     }
 
-    public static func health(_ body: Data) throws(SatelliteError) -> ServerHealthAnswer {
+    public static func health(_ body: [UInt8]) throws(SatelliteError) -> ServerHealthAnswer {
         let answer = try AnswerReader(body: body, route: .health)
         return ServerHealthAnswer(
             ok: try answer.bool("ok"), tools: try answer.int("tools"), cloud: try answer.bool("cloud"),
@@ -111,24 +106,24 @@ public enum ServerAnswers {
     }
 
     /// `GET /v1/models` carries nothing the satellite uses; a list proves the token works.
-    public static func models(_ body: Data) throws(SatelliteError) {
+    public static func models(_ body: [UInt8]) throws(SatelliteError) {
         let answer = try AnswerReader(body: body, route: .models)
         guard answer.fields["data"]?.arrayValue != nil else { throw answer.wrong("has no data list") }
     }
 
-    public static func ask(_ body: Data) throws(SatelliteError) -> AskAnswer {
+    public static func ask(_ body: [UInt8]) throws(SatelliteError) -> AskAnswer {
         let answer = try AnswerReader(body: body, route: .ask)
         return AskAnswer(reply: try answer.string("reply"), via: try answer.string("via"))
     }
 
-    public static func voice(_ body: Data) throws(SatelliteError) -> VoiceAnswer {
+    public static func voice(_ body: [UInt8]) throws(SatelliteError) -> VoiceAnswer {
         let answer = try AnswerReader(body: body, route: .voice)
-        var audio: Data?
+        var audio: [UInt8]?
         switch answer.fields["audio"] {
         case nil, .null?:
             audio = nil
         case .string(let text)?:
-            guard let decoded = Data(base64Encoded: text) else { throw answer.wrong("has audio that is not valid base64") }
+            guard let decoded = Base64.decode(text) else { throw answer.wrong("has audio that is not valid base64") }
             audio = decoded
         default:
             throw answer.wrong("has audio that is neither base64 text nor null")

@@ -2,11 +2,6 @@
 // WAV file from the config, or none. A file that is missing, unreadable, not a
 // WAV this satellite can play, or too long stops the daemon with the key named,
 // rather than failing quietly the first time someone speaks.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 
 /// The sounds played for the cues, in memory.
 public struct CueSounds: Sendable, Equatable {
@@ -39,11 +34,11 @@ public struct CueSounds: Sendable, Equatable {
         func refuse(_ why: String) -> ConfigError {
             ConfigError(file: configFile, keyPath: cue.configKey, message: "expected a WAV file of at most 5 s, found \(path), which \(why)")
         }
-        let data: Data
+        let data: [UInt8]
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
+            data = try FileSystem.read(path)
         } catch {
-            throw refuse(FileManager.default.fileExists(atPath: path)
+            throw refuse(FileSystem.exists(path)
                 ? "cannot be read (\(error.fileReason)); make it readable by the user the daemon runs as" : "does not exist")
         }
         let audio: PCMAudio

@@ -2,11 +2,6 @@
 // daemon starts: no sound files to install or download, and nothing to go
 // missing. Each note fades in and out over a few milliseconds, because a sine
 // that starts or stops at full level clicks.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 import Glibc
 
 /// One note of a built-in sound: a sine at `hertz` for `milliseconds` (0 Hz is a pause).

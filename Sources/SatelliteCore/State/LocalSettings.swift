@@ -4,11 +4,6 @@
 // a room set here remembers the config's room it overrode, and once the config's
 // room is edited to something else, the config's wins again (an admin who edits
 // the file expects the file to count).
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 
 /// The satellite's own settings, kept in settings.json.
 public struct LocalSettings: Sendable, Equatable {
@@ -55,10 +50,10 @@ public struct LocalSettings: Sendable, Equatable {
     }
 
     /// The bytes of settings.json: the JSON and a newline.
-    public var fileData: Data { Data((json.text + "\n").utf8) }
+    public var fileData: [UInt8] { Array((json.text + "\n").utf8) }
 
     /// Reads settings.json. `file` is the path, for the error; unknown keys are ignored.
-    public static func decode(_ data: Data, file: String) throws(SettingsFileError) -> LocalSettings {
+    public static func decode(_ data: [UInt8], file: String) throws(SettingsFileError) -> LocalSettings {
         let value: JSONValue
         do { value = try JSONValue.parse(data) } catch { throw SettingsFileError(file: file, problem: error.description) }
         guard let fields = value.objectValue else {

@@ -2,11 +2,6 @@
 // model file, the wake word and how to read the model's output (its cutoff and how
 // many probabilities to average). The shipped four and any other microWakeWord
 // model (version 2, as ESPHome and linux-voice-assistant take them) read the same.
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
 
 public struct WakeWordManifest: Sendable, Equatable {
     /// What the model listens for, as people write it ("Okay Nabu").
@@ -25,7 +20,7 @@ public struct WakeWordManifest: Sendable, Equatable {
     public static let supportedFeatureStep = MicroFrontend.stepSamples * 1000 / MicroFrontend.sampleRate
 
     /// Reads the manifest at `file` (named in errors) from its text.
-    public static func parse(_ data: Data, file: String) throws(WakeWordManifestError) -> WakeWordManifest {
+    public static func parse(_ data: [UInt8], file: String) throws(WakeWordManifestError) -> WakeWordManifest {
         func fail(_ key: String, _ expected: String, _ found: JSONValue?) -> WakeWordManifestError {
             WakeWordManifestError(file: file, key: key, expected: expected, found: found.map(Self.describe) ?? "nothing")
         }
