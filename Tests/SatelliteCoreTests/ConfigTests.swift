@@ -184,10 +184,28 @@ struct ConfigTests {
         #expect(error(#"{"server": {"url": "\#(url)"}}"#) == "satellite.json: server.url: " + message)
     }
 
-    @Test("a password in the server address is never quoted back")
-    func passwordNotEchoed() {
-        let message = error(#"{"server": {"url": "http://me:secret@parlour.local/v1?x#y"}}"#)
-        #expect(message?.contains("secret") == false)
+    @Test("a password in the server address is never quoted back, even one no URL may hold", arguments: [
+        "http://me:secret@parlour.local/v1?x#y", "http://me:hunter 2@den.local:8765", "http://me:pässword@den.local",
+        "http://me:100%@den.local", "http://me:a{b}@den.local", "http://me:a|b@den.local",
+    ])
+    func passwordNotEchoed(url: String) throws {
+        let message = try #require(error(#"{"server": {"url": "\#(url)"}}"#))
+        let password = url.split(separator: "@")[0].split(separator: ":").last.map(String.init) ?? ""
+        #expect(!message.contains(password), "\(message)")
+        #expect(message.hasSuffix("found an address with a user name or password in it"))
+    }
+
+    @Test("a link-local address's zone as people write it is written as a URL has it")
+    func zoneAsWritten() throws {
+        #expect(try decode(#"{"server": {"url": "http://[fe80::1%eth0]:8765"}}"#).config.server.url == "http://[fe80::1%25eth0]:8765")
+        #expect(try decode(#"{"server": {"url": "http://[fe80::1%25eth0]:8765"}}"#).config.server.url == "http://[fe80::1%25eth0]:8765")
+    }
+
+    @Test("a host that is no host name once its escapes are undone is refused", arguments: [
+        "http://den%FF.local:8765", "http://den%0D%0AX:%20y.local", "http://den%2Flocal",
+    ])
+    func hostNotAName(url: String) {
+        #expect(error(#"{"server": {"url": "\#(url)"}}"#)?.contains("expected \"\" (find the server with Bonjour)") == true)
     }
 
     @Test("the same bad file always reports the same first error")

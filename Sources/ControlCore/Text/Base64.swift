@@ -1,8 +1,8 @@
 // base64 (RFC 4648 section 4, and section 5's URL alphabet), by hand: Data's
 // base64 is FoundationEssentials', which parlourctl does not link (7 MB of
-// it; BENCHMARKS.md, "What each binary weighs"). Used for small values only
-// (a server key, a callback's result); the daemon decodes a spoken answer's
-// audio with Data(base64Encoded:).
+// it; BENCHMARKS.md, "What each binary weighs"), nor, since session 17, the
+// daemon. Used for a server key, a callback's result, the socket's handshake,
+// and a spoken answer's audio.
 
 /// base64 encoding and strict decoding.
 public enum Base64 {
@@ -31,34 +31,60 @@ public enum Base64 {
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// Each byte's place in the alphabet; 0xFF for a byte that is not in it.
+    static let standardPlaces = places(standard)
+    static let urlPlaces = places(url)
+
+    private static func places(_ alphabet: [UInt8]) -> [UInt8] {
+        var table = [UInt8](repeating: 0xFF, count: 256)
+        for (place, byte) in alphabet.enumerated() { table[Int(byte)] = UInt8(place) }
+        return table
+    }
+
     /// The bytes of base64 text in `alphabet`; nil for any other character, a bad length, or
     /// padding where there should be none (or, when `padded`, none where there should be).
+    /// A table, four characters at a time: a spoken answer's audio is megabytes of it.
     public static func decode(_ text: some StringProtocol, urlSafe: Bool = false, padded: Bool = true) -> [UInt8]? {
-        let alphabet = urlSafe ? url : standard
-        var body = Array(text.utf8)
+        let body = Array(text.utf8)
+        var end = body.count
         if padded {
-            guard body.count % 4 == 0 else { return nil }
-            let pads = body.reversed().prefix(while: { $0 == UInt8(ascii: "=") }).count
-            guard pads <= 2 else { return nil }
-            body.removeLast(pads)
+            guard end % 4 == 0 else { return nil }
+            while end > 0, body[end - 1] == UInt8(ascii: "=") { end -= 1 }
+            guard body.count - end <= 2 else { return nil }
         }
-        guard body.count % 4 != 1 else { return nil }
+        guard end % 4 != 1 else { return nil }
         var out: [UInt8] = []
-        out.reserveCapacity(body.count * 3 / 4)
-        var chunk: UInt32 = 0
-        for (n, byte) in body.enumerated() {
-            guard let value = alphabet.firstIndex(of: byte) else { return nil }
-            chunk = chunk << 6 | UInt32(value)
-            if n % 4 == 3 {
-                out += [UInt8(chunk >> 16 & 0xFF), UInt8(chunk >> 8 & 0xFF), UInt8(chunk & 0xFF)]
-                chunk = 0
+        out.reserveCapacity(end / 4 * 3 + 2)
+        let table = urlSafe ? urlPlaces : standardPlaces
+        let whole = table.withUnsafeBufferPointer { place in
+            body.withUnsafeBufferPointer { text -> Bool in
+                func value(_ i: Int) -> UInt32 { UInt32(place[Int(text[i])]) }
+                var i = 0
+                while i + 4 <= end {
+                    let (a, b, c, d) = (value(i), value(i + 1), value(i + 2), value(i + 3))
+                    guard (a | b | c | d) & 0xC0 == 0 else { return false }
+                    let chunk = a << 18 | b << 12 | c << 6 | d
+                    out.append(UInt8(truncatingIfNeeded: chunk >> 16))
+                    out.append(UInt8(truncatingIfNeeded: chunk >> 8))
+                    out.append(UInt8(truncatingIfNeeded: chunk))
+                    i += 4
+                }
+                switch end - i {
+                case 2:
+                    let (a, b) = (value(i), value(i + 1))
+                    guard (a | b) & 0xC0 == 0 else { return false }
+                    out.append(UInt8(truncatingIfNeeded: (a << 6 | b) >> 4))
+                case 3:
+                    let (a, b, c) = (value(i), value(i + 1), value(i + 2))
+                    guard (a | b | c) & 0xC0 == 0 else { return false }
+                    let chunk = a << 12 | b << 6 | c
+                    out.append(UInt8(truncatingIfNeeded: chunk >> 10))
+                    out.append(UInt8(truncatingIfNeeded: chunk >> 2))
+                default: break
+                }
+                return true
             }
         }
-        switch body.count % 4 {
-        case 2: out.append(UInt8(chunk >> 4 & 0xFF))
-        case 3: out += [UInt8(chunk >> 10 & 0xFF), UInt8(chunk >> 2 & 0xFF)]
-        default: break
-        }
-        return out
+        return whole ? out : nil
     }
 }

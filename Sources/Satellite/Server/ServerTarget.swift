@@ -31,7 +31,7 @@ struct ServerTarget {
         guard !host.isEmpty else { throw Unusable(reason: "it has no host") }
         name = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
         // The host comes back with its escapes undone: "%0D%0A" would start a header of the URL's choosing.
-        guard name.utf8.allSatisfy(Self.hostBytes.contains) else { throw Unusable(reason: "its host holds characters no host name has") }
+        guard URLParts.isHostName(name) else { throw Unusable(reason: "its host holds characters no host name has") }
         let defaultPort = secure ? 443 : 80
         port = parts.port ?? defaultPort
         guard (1...65535).contains(port) else { throw Unusable(reason: "its port is out of range") }
@@ -43,7 +43,4 @@ struct ServerTarget {
         pathAndQuery = parts.percentEncodedQuery.map { "\(path)?\($0)" } ?? path
         guard pathAndQuery.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else { throw Unusable(reason: "its path holds a space or a control character") }
     }
-
-    /// What a host name, an IPv4 or IPv6 address (with a zone after "%") may hold.
-    private static let hostBytes = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:%".utf8)
 }

@@ -179,15 +179,16 @@ extension ConfigKey {
     static func serverURL(_ text: String) throws(Rejection) -> String? {
         if text.isEmpty { return "" }
         let example = "such as \"http://parlour.local:8765\""
-        guard let parts = URLParts(text), case let scheme = parts.scheme.lowercased(),
-              scheme == "http" || scheme == "https", !parts.host.isEmpty
-        else {
-            throw Rejection("\"\" (find the server with Bonjour) or an http:// or https:// address \(example)")
-        }
-        // Checked first, and the value is not quoted back: it may hold a password.
-        if parts.user != nil {
+        // Checked first, before anything quotes the value back: it may hold a password.
+        if ServerAddress.userInfo(in: text) {
             throw Rejection("an address without \"user:password@\" (the satellite's only credential is its token,"
                 + " and it goes to the server alone)", found: "an address with a user name or password in it")
+        }
+        guard let parts = URLParts(zoneEscaped(text)), case let scheme = parts.scheme.lowercased(),
+              scheme == "http" || scheme == "https",
+              URLParts.isHostName(parts.host.hasPrefix("[") ? parts.host.dropFirst().dropLast() : parts.host[...])
+        else {
+            throw Rejection("\"\" (find the server with Bonjour) or an http:// or https:// address \(example)")
         }
         if !(parts.percentEncodedPath.isEmpty || parts.percentEncodedPath == "/") {
             throw Rejection("the server's address with no path, \(example) (the satellite adds /v1 and /listen itself)")
@@ -198,6 +199,13 @@ extension ConfigKey {
             throw Rejection("an address whose port is from 1 to 65535")
         }
         return "\(scheme)://\(parts.authority)"
+    }
+
+    /// A link-local address's zone as people write it, `[fe80::1%eth0]`, as RFC 6874 has it in a URL: `%25eth0`.
+    static func zoneEscaped(_ text: String) -> String {
+        guard let open = text.firstIndex(of: "["), let close = text[open...].firstIndex(of: "]"),
+              let percent = text[open..<close].firstIndex(of: "%"), !text[percent...].hasPrefix("%25") else { return text }
+        return String(text[..<percent]) + "%25" + String(text[text.index(after: percent)...])
     }
 
     /// A command line the satellite can split without a shell (ShellWords); kept as written.

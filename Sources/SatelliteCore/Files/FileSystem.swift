@@ -7,28 +7,49 @@
 import Glibc
 
 public enum FileSystem {
-    /// A call that failed, with its errno.
+    /// A call that failed, with its errno, or a file that is not one this reads.
     public struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
         public let errno: Int32
-        public init(errno: Int32) { self.errno = errno }
+        private let reason: String?
+        public init(errno: Int32) {
+            self.errno = errno
+            reason = nil
+        }
+        init(errno: Int32, reason: String) {
+            self.errno = errno
+            self.reason = reason
+        }
         /// The system's words for it, such as "No such file or directory".
-        public var description: String { String(cString: strerror(errno)) }
+        public var description: String { reason ?? String(cString: strerror(errno)) }
     }
 
-    /// The whole file at `path`.
+    /// The most `read` takes: far more than any file the daemon reads (a config, a cue of 5 s, a model's manifest).
+    public static let readLimit = 16 << 20
+
+    /// The whole file at `path`. Only a regular file is read: a FIFO would hold the daemon in `open`, and
+    /// /dev/zero would never end (FoundationEssentials refused both too).
     public static func read(_ path: String) throws(Failure) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { throw Failure(errno: errno) }
         defer { close(fd) }
-        var bytes: [UInt8] = []
         var info = stat()
-        if fstat(fd, &info) == 0, info.st_size > 0 { bytes.reserveCapacity(Int(info.st_size)) }
-        var chunk = [UInt8](repeating: 0, count: 65_536)
+        guard fstat(fd, &info) == 0 else { throw Failure(errno: errno) }
+        if info.st_mode & S_IFMT == S_IFDIR { throw Failure(errno: EISDIR) }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw Failure(errno: EINVAL, reason: "it is not a regular file") }
+        guard info.st_size <= readLimit else { throw Failure(errno: EFBIG, reason: "it is larger than 16 MiB") }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        var filled = 0
+        // A file that grows while it is read is read to its end, within the limit.
         while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if filled == bytes.count {
+                guard bytes.count < readLimit else { throw Failure(errno: EFBIG, reason: "it is larger than 16 MiB") }
+                bytes.append(contentsOf: repeatElement(0, count: min(65_536, readLimit - bytes.count)))
+            }
+            let count = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + filled, $0.count - filled) }
             if count > 0 {
-                bytes.append(contentsOf: chunk[..<count])
+                filled += count
             } else if count == 0 {
+                bytes.removeLast(bytes.count - filled)
                 return bytes
             } else if errno != EINTR {
                 throw Failure(errno: errno)

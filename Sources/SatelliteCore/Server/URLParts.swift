@@ -65,8 +65,8 @@ public struct URLParts: Sendable, Equatable {
         host = Self.unescaped(hostBytes)
         if let portBytes, !portBytes.isEmpty {
             guard portBytes.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
-            // More digits than any port has: out of range, without overflowing.
-            port = portBytes.count > 6 ? Int.max : Int(String(decoding: portBytes, as: UTF8.self))
+            // Leading zeros are read past; a number past any port's stays out of range without overflowing.
+            port = portBytes.reduce(0) { min($0 * 10 + Int($1 - 0x30), 1_000_000) }
         } else {
             port = nil
         }
@@ -85,6 +85,14 @@ public struct URLParts: Sendable, Equatable {
         // "#" may appear once: the fragment holds no other.
         if let fragment, fragment.utf8.contains(UInt8(ascii: "#")) { return nil }
     }
+
+    /// Whether `host` (without IPv6 brackets, its escapes undone) holds only what a host name, an IPv4
+    /// or an IPv6 address (with a zone after "%") may: "%0D%0A" would start a header of the URL's choosing.
+    public static func isHostName(_ host: some StringProtocol) -> Bool {
+        !host.isEmpty && host.utf8.allSatisfy(hostBytes.contains)
+    }
+
+    private static let hostBytes = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:%".utf8)
 
     private static func isLetter(_ byte: UInt8) -> Bool { (byte | 0x20) >= 0x61 && (byte | 0x20) <= 0x7A }
 
