@@ -115,7 +115,7 @@ public actor ListenStream {
         self.keeper = keeper
         self.cues = cues
         self.policy = ReconnectPolicy(capMs: settings.retryMs)
-        // Offline until the socket opens, so status never says idle before it could listen.
+        // Offline until the server says ready on the socket, so status never says idle before it could listen.
         keeper.update { $0.streamConnected = false }
     }
 
@@ -203,7 +203,6 @@ public actor ListenStream {
                 connection = client
                 outOfStep = nil
                 malformed = 0
-                keeper.update { $0.streamConnected = true }
                 await link.streamOpened()
                 lastNotice = ""
                 bus.notice(.notice, "Connected to the server's /listen.", ["url": url, "mode": settings.mode.rawValue])
@@ -316,7 +315,10 @@ public actor ListenStream {
             if mode != settings.mode {
                 bus.notice(.warning, "The server took the /listen socket as \(mode.rawValue) mode, not \(settings.mode.rawValue).")
             }
-            await perform(machine.handle(.ready))
+            // The machine first: a request that comes once status says idle finds it ready.
+            let actions = machine.handle(.ready)
+            keeper.update { $0.streamConnected = true }
+            await perform(actions)
         case .state(let state, let text):
             await perform(machine.handle(.serverState(state, text: text)))
         case .reply(let text, let via):

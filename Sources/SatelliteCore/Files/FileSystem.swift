@@ -37,13 +37,14 @@ public enum FileSystem {
         if info.st_mode & S_IFMT == S_IFDIR { throw Failure(errno: EISDIR) }
         guard info.st_mode & S_IFMT == S_IFREG else { throw Failure(errno: EINVAL, reason: "it is not a regular file") }
         guard info.st_size <= readLimit else { throw Failure(errno: EFBIG, reason: "it is larger than 16 MiB") }
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        // One byte more than its size, so that the end is seen without growing; a file that grows while
+        // it is read is read to its end, within the limit.
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size) + 1)
         var filled = 0
-        // A file that grows while it is read is read to its end, within the limit.
         while true {
             if filled == bytes.count {
-                guard bytes.count < readLimit else { throw Failure(errno: EFBIG, reason: "it is larger than 16 MiB") }
-                bytes.append(contentsOf: repeatElement(0, count: min(65_536, readLimit - bytes.count)))
+                guard filled <= readLimit else { throw Failure(errno: EFBIG, reason: "it is larger than 16 MiB") }
+                bytes += [UInt8](repeating: 0, count: min(max(bytes.count, 4096), readLimit + 1 - bytes.count))
             }
             let count = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + filled, $0.count - filled) }
             if count > 0 {
