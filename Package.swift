@@ -3,7 +3,7 @@
 import PackageDescription
 
 let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
-// Swift imports _StringProcessing (regex) into every file unless told not to; parlourctl's modules
+// Swift imports _StringProcessing (regex) into every file unless told not to; the programs' modules
 // use none of it, and linking it costs 1.2 MB.
 let noRegex: [SwiftSetting] = [.unsafeFlags(["-Xfrontend", "-disable-implicit-string-processing-module-import"])]
 
@@ -41,7 +41,8 @@ let package = Package(
         // results' words. No Foundation and no regex library, so parlourctl links neither
         // (BENCHMARKS.md, "What each binary weighs"); the daemon gets it through SatelliteCore.
         .target(name: "ControlCore", swiftSettings: strict + noRegex),
-        // Pure policy and codecs: no C, Foundation at most.
+        // Pure policy and codecs, over Glibc alone: neither it nor Satellite imports Foundation
+        // (BENCHMARKS.md, "The daemon without Foundation").
         .target(name: "SatelliteCore", dependencies: ["ControlCore"], swiftSettings: strict + noRegex),
         // The actors and their adapters around the C libraries.
         .target(name: "Satellite", dependencies: ["SatelliteCore", "CALSA", "CAvahi", "CEspeak", "COpenSSL", "CPages", "CPrctl", "CSpawn", "CSpeexDSP", "CSystemd", "CTFLite", "CWebRTCAudio"], swiftSettings: strict + noRegex),
