@@ -1,4 +1,4 @@
-// JSON as Data, for the daemon's files and HTTP bodies; the parser and the
+// JSON as bytes, for the daemon's files and HTTP bodies; the parser and the
 // writer are ControlCore's (JSONParser.swift, JSONValue+Text.swift).
 
 extension JSONValue {
