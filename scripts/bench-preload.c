@@ -8,7 +8,8 @@
  *    captured), every send() (its first byte says which WebSocket frame it is), and
  *    every recv() on the /listen socket with its bytes (so the driver can find the one
  *    that brought a reply's last byte). Records go into a shared, memory-mapped file,
- *    so they survive the daemon's _exit and cost a clock read and a copy, no syscall.
+ *    so they survive the daemon's _exit and cost a clock read and a copy, no syscall
+ *    (the process and thread ids are asked once a thread).
  *    Active only when PARLOUR_TRACE_FILE is set; PARLOUR_TRACE_INFILE names the infile.
  *
  * 2. A fix for valgrind 3.19 (Debian 12), which crashes on any Swift program with an
@@ -88,17 +89,25 @@ __attribute__((constructor)) static void setup(void)
 	real_close(fd);
 }
 
+/* getpid() and gettid() are system calls each: asked once a thread, not at every record, so that
+ * the tracer adds no system call to the reads and sends it times. A forked child execs at once. */
+static __thread int32_t thread_id, process_id;
+
 static void note(int kind, int fd, int64_t bytes, uint8_t first, const void *data, int32_t keep)
 {
 	if (!trace)
 		return;
+	if (!thread_id) {
+		thread_id = gettid();
+		process_id = getpid();
+	}
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	size_t size = (sizeof(struct record) + (size_t)keep + 7) & ~(size_t)7;
 	uint64_t at = __atomic_fetch_add((uint64_t *)trace, size, __ATOMIC_RELAXED);
 	if (HEADER + at + size > TRACE_BYTES)
 		return; /* full: the driver sees the count run past the end and says so */
-	struct record r = { (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec, getpid(), gettid(), fd, kind,
+	struct record r = { (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec, process_id, thread_id, fd, kind,
 			    bytes, keep, first, { 0 } };
 	memcpy(trace + HEADER + at, &r, sizeof r);
 	if (keep)
