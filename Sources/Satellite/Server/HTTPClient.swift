@@ -37,10 +37,10 @@ public final class HTTPClient: Sendable {
     /// If the calling task is cancelled, the transfer stops and this throws `.cancelled`.
     public func send(_ request: HTTPRequest) async throws(HTTPFailure) -> HTTPResponse {
         var request = request
-        // The name as the connection reads it (ServerTarget), so the one looked up is the one in Host, SNI and the
-        // certificate check. A URL it cannot read is not looked up: the exchange fails on it.
-        if request.addresses.isEmpty, let address = try? ServerTarget(url: request.url, schemes: ("http", "https")),
-           !PinMoves.isAddress(address.name) {
+        // Read once, as the connection reads it: the name looked up is the one in Host, SNI and the certificate
+        // check, and the pool's key. A URL it cannot read is not looked up: the exchange fails on it.
+        let target = Result { () throws(ServerTarget.Unusable) in try ServerTarget(url: request.url, schemes: ("http", "https")) }
+        if request.addresses.isEmpty, case .success(let address) = target, !PinMoves.isAddress(address.name) {
             // As at pinning: a scoped (fe80::…%if) address is left out (PinMoves.pinnable).
             request.addresses = PinMoves.pinnable(host: address.name, resolved: await NameLookup.addresses(of: address.name))
             if Task.isCancelled {
@@ -57,7 +57,7 @@ public final class HTTPClient: Sendable {
         let box = Mutex<HTTPExchange?>(nil)
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Result<HTTPResponse, HTTPFailure>, Never>) in
-                let transfer = HTTPExchange(request: request, limit: bodyLimit, client: name, bus: bus, done: done)
+                let transfer = HTTPExchange(request: request, target: target, limit: bodyLimit, client: name, bus: bus, done: done)
                 let cancelled = box.withLock { held in
                     held = transfer
                     return Task.isCancelled

@@ -18,6 +18,7 @@ import Synchronization
 /// by HTTPLoop's thread.
 final class HTTPExchange: @unchecked Sendable {
     let request: HTTPRequest
+    private let target: Result<ServerTarget, ServerTarget.Unusable>
     let limit: Int
     /// Set from whatever thread cancels the task; read when the loop takes the exchange.
     let cancelled = Atomic<Bool>(false)
@@ -75,19 +76,20 @@ final class HTTPExchange: @unchecked Sendable {
     /// The answer ended where its framing said, on an HTTP/1.1 connection the server keeps open.
     private(set) var reusable = false
 
+    /// `target` is `request.url` as read once for the look-up, the pool's key and the connection.
     /// `client` names the HTTPClient's connections: one client's are never another's.
-    init(request: HTTPRequest, limit: Int, client: String, bus: EventBus?,
+    init(request: HTTPRequest, target: Result<ServerTarget, ServerTarget.Unusable>, limit: Int, client: String, bus: EventBus?,
          done: CheckedContinuation<Result<HTTPResponse, HTTPFailure>, Never>) {
         self.request = request
+        self.target = target
         self.limit = limit
         self.bus = bus
         self.done = done
         self.client = client
-        // From the same reading of the URL as the connection's own (ServerTarget): a URL read two
-        // ways could share a key with a connection to another server. One that cannot be read never
-        // connects, and shares nothing: a key of its own.
-        let target = try? ServerTarget(url: request.url, schemes: ("http", "https"))
-        pool = target.map { [client, $0.secure ? "https" : "http", $0.name.lowercased(), String($0.port),
+        // From the connection's own reading of the URL: a URL read two ways could share a key with
+        // a connection to another server. One that cannot be read never connects, and shares
+        // nothing: a key of its own.
+        pool = (try? target.get()).map { [client, $0.secure ? "https" : "http", $0.name.lowercased(), String($0.port),
                              request.addresses.joined(separator: ","), request.pinnedKey ?? "", String(request.verifyPeer)].joined(separator: "\n") }
             ?? "\(client)\nunusable \(UInt64.random(in: .min ... .max))"
     }
@@ -104,10 +106,9 @@ final class HTTPExchange: @unchecked Sendable {
     func start(_ now: UInt64, idle: ClientConnection?, context: (Bool) throws(ClientConnection.Failure) -> OpaquePointer) {
         totalBy = now + MonotonicClock.nanoseconds(in: request.totalTimeout)
         let target: ServerTarget
-        do throws(ServerTarget.Unusable) {
-            target = try ServerTarget(url: request.url, schemes: ("http", "https"))
-        } catch {
-            return fail(.other, "url", "the URL cannot be asked: \(error.reason)")
+        switch self.target {
+        case .success(let read): target = read
+        case .failure(let error): return fail(.other, "url", "the URL cannot be asked: \(error.reason)")
         }
         guard request.method.utf8.allSatisfy(HTTPHead.isTokenByte), !request.method.isEmpty else {
             return fail(.other, "request", "the method is not a token")
