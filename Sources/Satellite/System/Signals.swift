@@ -21,15 +21,10 @@ public enum Signals {
     /// Each of `numbers` as it arrives. Call once.
     public static func watch(_ numbers: [Int32]) -> AsyncStream<Int32> {
         signal(SIGPIPE, SIG_IGN)
-        var ends: [Int32] = [-1, -1]
         // Non-blocking, so a handler can never hang on a full pipe.
-        guard pipe(&ends) == 0 else { preconditionFailure("pipe: \(errno)") }
-        for end in ends {
-            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(end, F_SETFL, O_NONBLOCK)
-        }
-        writeEnd = ends[1]
-        let readEnd = ends[0]
+        guard let pipe = WakePipe() else { preconditionFailure("pipe: \(errno)") }
+        writeEnd = pipe.writeEnd
+        let readEnd = pipe.readEnd
         for number in numbers {
             signal(number) { received in
                 var byte = UInt8(truncatingIfNeeded: received)
@@ -40,7 +35,7 @@ public enum Signals {
         pthread_sigmask(SIG_UNBLOCK, &set, nil)
         let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
         SystemThread.start(name: "signals") {
-            var poll = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
+            var poll = pipe.pollRequest
             while true {
                 var byte: UInt8 = 0
                 let count = read(readEnd, &byte, 1)

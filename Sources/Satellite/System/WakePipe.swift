@@ -1,13 +1,14 @@
 // A pipe that wakes a thread asleep in poll: one piece for the loops that sleep
-// so (AudioEngine, ControlLoop, HTTPLoop). Glibc's module has no eventfd. Both
-// ends are non-blocking: a full pipe is already a wake-up, and draining it never
-// waits.
+// so (AudioEngine, ControlLoop, HTTPLoop, and Signals' thread, whose handler
+// writes the signal's number). Glibc's module has no eventfd. Both ends are
+// non-blocking: a full pipe is already a wake-up, and draining it never waits.
 import Glibc
 
 struct WakePipe: Sendable {
     /// The end to poll for POLLIN.
     let readEnd: Int32
-    private let writeEnd: Int32
+    /// For a signal handler, which can hold a descriptor but not this value; others call `wake()`.
+    let writeEnd: Int32
 
     /// nil when no pipe could be made (errno says why: out of descriptors).
     init?() {
