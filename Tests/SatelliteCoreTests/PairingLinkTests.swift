@@ -140,7 +140,7 @@ struct PairingLinkTests {
         ("a+b", "a+b"), ("a%2Bb", "a+b"), ("%20", " "), ("%2f%2F", "//"), ("", ""),
     ])
     func decoding(raw: String, decoded: String) {
-        #expect(PairingLink.percentDecoded(raw[...]) == decoded)
+        #expect(PercentEscapes.decodedText(raw) == decoded)
     }
 
     @Test("server addresses give host and port, with the scheme's port by default", arguments: [

@@ -81,7 +81,7 @@ public struct CallbackURL: Sendable, Equatable, CustomStringConvertible {
         let query = beforeFragment[beforeFragment.index(after: question)...]
         return query.split(separator: "&").map { pair in
             let name = String(pair.prefix { $0 != "=" })
-            return PairingLink.percentDecoded(Substring(name)) ?? name
+            return PercentEscapes.decodedText(name) ?? name
         }
     }
 }

@@ -58,41 +58,14 @@ public struct PairingLink: Sendable, Equatable {
         var values: [String: String] = [:]
         for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
             let equals = pair.firstIndex(of: "=") ?? pair.endIndex
-            guard let key = percentDecoded(pair[..<equals]) else { throw .badEncoding(nil) }
+            guard let key = PercentEscapes.decodedText(pair[..<equals]) else { throw .badEncoding(nil) }
             guard ["url", "token", "name"].contains(key), values[key] == nil else { continue }
             let raw = equals == pair.endIndex ? "" : pair[pair.index(after: equals)...]
-            guard let value = percentDecoded(raw) else { throw .badEncoding(key) }
+            guard let value = PercentEscapes.decodedText(raw) else { throw .badEncoding(key) }
             let trimmed = value.trimmed()
             if !trimmed.isEmpty { values[key] = trimmed }
         }
         return values
-    }
-
-    /// `%XX` becomes the byte it names; everything else, `+` included, stays as it is.
-    /// Nil when a `%` is not followed by two hex digits or the bytes are not UTF-8.
-    static func percentDecoded(_ text: Substring) -> String? {
-        var bytes: [UInt8] = []
-        var utf8 = text.utf8[...]
-        while let byte = utf8.popFirst() {
-            guard byte == UInt8(ascii: "%") else {
-                bytes.append(byte)
-                continue
-            }
-            guard utf8.count >= 2, let high = hexValue(utf8.popFirst()!), let low = hexValue(utf8.popFirst()!) else {
-                return nil
-            }
-            bytes.append(high << 4 | low)
-        }
-        return String(validating: bytes, as: UTF8.self)
-    }
-
-    private static func hexValue(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 
     /// Why a link was refused. The sentences name the part at fault, never its value.

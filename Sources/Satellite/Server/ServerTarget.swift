@@ -27,9 +27,8 @@ struct ServerTarget {
         default: throw Unusable(reason: "it is not \(schemes.plain):// or \(schemes.secure)://")
         }
         // A user in the URL is never turned into an Authorization header: CallbackURL refuses it, and here it is dropped.
-        let host = parts.host
-        guard !host.isEmpty else { throw Unusable(reason: "it has no host") }
-        name = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        guard !parts.host.isEmpty else { throw Unusable(reason: "it has no host") }
+        name = parts.name
         // The host comes back with its escapes undone: "%0D%0A" would start a header of the URL's choosing.
         guard URLParts.isHostName(name) else { throw Unusable(reason: "its host holds characters no host name has") }
         let defaultPort = secure ? 443 : 80

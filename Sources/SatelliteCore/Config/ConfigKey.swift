@@ -186,7 +186,7 @@ extension ConfigKey {
         }
         guard let parts = URLParts(zoneEscaped(text)), case let scheme = parts.scheme.lowercased(),
               scheme == "http" || scheme == "https",
-              URLParts.isHostName(parts.host.hasPrefix("[") ? parts.host.dropFirst().dropLast() : parts.host[...])
+              URLParts.isHostName(parts.name)
         else {
             throw Rejection("\"\" (find the server with Bonjour) or an http:// or https:// address \(example)")
         }

@@ -4,7 +4,8 @@
 // and linking FoundationEssentials at all cost the daemon 6.3 MB on disk
 // (15.7 against 9.4 MB) and 0.7 MiB resident (BENCHMARKS.md, "The daemon without Foundation").
 // Easy to get wrong: a character RFC 3986 does not allow anywhere, or a "%"
-// without two hex digits, makes the whole URL none (as URLComponents did);
+// without two hex digits, makes the whole URL none (URLComponents escaped such
+// a character and read on; the daemon never forms such a URL itself);
 // the host comes back with its escapes undone, so the caller must check what
 // it holds; an IPv6 host keeps its brackets, as URLComponents gave it.
 
@@ -15,6 +16,8 @@ public struct URLParts: Sendable, Equatable {
     public let user: String?
     /// The host with its escapes undone; an IPv6 literal in brackets.
     public let host: String
+    /// The host without an IPv6 literal's brackets: what is looked up, and what `isHostName` checks.
+    public var name: String { host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host }
     /// The port, if one is written (an empty one is none); out of range stays so, for the caller to refuse.
     public let port: Int?
     /// The authority as written: user information, host and port.
@@ -26,7 +29,7 @@ public struct URLParts: Sendable, Equatable {
 
     public init?(_ text: String) {
         let bytes = Array(text.utf8)
-        guard !bytes.isEmpty, bytes.allSatisfy(Self.allowed.contains), Self.escapesAreWhole(bytes) else { return nil }
+        guard !bytes.isEmpty, bytes.allSatisfy(Self.allowed.contains), PercentEscapes.decoded(bytes) != nil else { return nil }
         guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0,
               Self.isLetter(bytes[0]), bytes[..<colon].allSatisfy(Self.schemeBytes.contains),
               bytes[(colon + 1)...].starts(with: "//".utf8)
@@ -62,7 +65,7 @@ public struct URLParts: Sendable, Equatable {
             // A name holds no "[", "]" or ":" (RFC 3986's reg-name).
             guard !hostBytes.contains(where: { $0 == UInt8(ascii: "[") || $0 == UInt8(ascii: "]") || $0 == UInt8(ascii: ":") }) else { return nil }
         }
-        host = Self.unescaped(hostBytes)
+        host = String(decoding: PercentEscapes.decoded(hostBytes) ?? [], as: UTF8.self)
         if let portBytes, !portBytes.isEmpty {
             guard portBytes.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
             // Leading zeros are read past; a number past any port's stays out of range without overflowing.
@@ -99,42 +102,4 @@ public struct URLParts: Sendable, Equatable {
     private static let schemeBytes = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.".utf8)
     /// Unreserved, reserved and "%": every byte RFC 3986 lets a URL hold.
     private static let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~:/?#[]@!$&'()*+,;=%".utf8)
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case 0x30...0x39: byte - 0x30
-        case 0x41...0x46: byte - 0x41 + 10
-        case 0x61...0x66: byte - 0x61 + 10
-        default: nil
-        }
-    }
-
-    private static func escapesAreWhole(_ bytes: [UInt8]) -> Bool {
-        var i = 0
-        while i < bytes.count {
-            if bytes[i] == UInt8(ascii: "%") {
-                guard i + 2 < bytes.count, hexValue(bytes[i + 1]) != nil, hexValue(bytes[i + 2]) != nil else { return false }
-                i += 3
-            } else {
-                i += 1
-            }
-        }
-        return true
-    }
-
-    private static func unescaped(_ bytes: ArraySlice<UInt8>) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count)
-        var i = bytes.startIndex
-        while i < bytes.endIndex {
-            if bytes[i] == UInt8(ascii: "%"), let high = hexValue(bytes[i + 1]), let low = hexValue(bytes[i + 2]) {
-                out.append(high << 4 | low)
-                i += 3
-            } else {
-                out.append(bytes[i])
-                i += 1
-            }
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
 }
