@@ -5,6 +5,8 @@ import Glibc
 import Satellite
 import SatelliteCore
 
+// Before any task: every task and actor runs on this thread, in its loop (the end of this file).
+MainLoop.install()
 // Before any thread starts, so that every thread inherits the mask (Signals).
 Signals.block([SIGTERM, SIGINT])
 // espeak-ng 1.51 (Debian 12) makes a PulseAudio client even to speak into memory,
@@ -81,16 +83,19 @@ if loaded.config.wake == .local {
 }
 
 let daemon = Daemon(config: loaded.config, paths: paths, environment: environment, cues: cues, hook: hook, wakeWord: wakeWord)
-let ending: ServiceRunner.Ending
-do {
-    ending = try await daemon.run(journal: journal)
-} catch {
-    fail("Cannot start: \(error.message)", code: 1)
+Task { () async -> Never in
+    let ending: ServiceRunner.Ending
+    do throws(SatelliteError) {
+        ending = try await daemon.run(journal: journal)
+    } catch {
+        fail("Cannot start: \(error.message)", code: 1)
+    }
+    // Everything the daemon owns is closed and written by now. _exit, not exit: exit runs
+    // the C libraries' teardown (OpenSSL's among them) while a thread that has not
+    // yet wound down (the http or audio thread) may still be inside them, which
+    // crashed a test daemon once in a few hundred stops (when libcurl's was such a thread).
+    // A part that failed (the journal said which) ends the daemon non-zero, so systemd restarts it.
+    if case .failed = ending { _exit(1) }
+    _exit(0)
 }
-// Everything the daemon owns is closed and written by now. _exit, not exit: exit runs
-// the C libraries' teardown (OpenSSL's among them) while a thread that has not
-// yet wound down (the http or audio thread) may still be inside them, which
-// crashed a test daemon once in a few hundred stops (when libcurl's was such a thread).
-// A part that failed (the journal said which) ends the daemon non-zero, so systemd restarts it.
-if case .failed = ending { _exit(1) }
-_exit(0)
+MainLoop.run()

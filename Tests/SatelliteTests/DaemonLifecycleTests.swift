@@ -20,6 +20,20 @@ struct DaemonLifecycleTests {
         #expect(!FileManager.default.fileExists(atPath: daemon.socket))
     }
 
+    @Test("tasks and actors run on the main thread, in the daemon's loop: libdispatch starts no thread")
+    func mainLoop() async throws {
+        let daemon = try await DaemonHarness.start(config: ["room": "kitchen", "transport": "record"])
+        // A request goes from the control thread to an actor and back: work for the loop.
+        #expect(try await daemon.ctl("status").status == 0)
+        let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon.pid)/task")
+        let names = tasks.compactMap { try? String(contentsOfFile: "/proc/\(daemon.pid)/task/\($0)/comm", encoding: .utf8) }
+            .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        #expect(names.count == tasks.count && names.contains("control"), "\(names)")
+        // libdispatch's threads are named after its queues: "com.apple.root.default-qos" and the like.
+        #expect(!names.contains { $0.contains("qos") || $0.contains("dispatch") }, "\(names)")
+        #expect(await daemon.stop() == 0)
+    }
+
     @Test("a wrong value in the config stops the daemon with the file and the key")
     func badConfig() async throws {
         let dir = try Package.temporaryDirectory("badconfig")

@@ -1,0 +1,125 @@
+// Every task and actor of the daemon on its main thread, in one loop: Swift's
+// main and default executor, put in place of libdispatch's before the first task
+// starts (`install`, from the daemon's main.swift; the tests keep Swift's own).
+//
+// Written by hand because Swift on Linux has no other: its default executor is
+// libdispatch's thread pool, which keeps a timer that wakes the process once a
+// second for as long as it lives (the pool's monitor, armed by the first task),
+// and starts and ends a thread whenever work comes after five idle seconds.
+// Streaming, that was 1.18 of the daemon's 14.6 wake-ups a second and the last
+// thing over the runtime issue's aim (BENCHMARKS.md). The daemon's async work is
+// small and short (its audio, HTTP, control and blocking calls each have a thread
+// of their own), so one thread does it all in order, and wakes only when a job
+// comes from another thread or a timer is due.
+//
+// Swift 6.3 offers the replacement only behind `@_spi(ExperimentalCustomExecutors)`;
+// a toolchain that changes it fails to build here, it cannot change behaviour unseen.
+@_spi(ExperimentalCustomExecutors) @_spi(ExperimentalScheduling) import _Concurrency
+import Glibc
+import Synchronization
+
+/// For the daemon's main.swift: `install()` before anything else, `run()` at the end.
+public enum MainLoop {
+    /// Makes the loop Swift's main and default executor. Before the first task, on the main thread.
+    public static func install() {
+        _createExecutors(factory: MainLoopExecutor.Factory.self)
+    }
+
+    /// Runs the jobs as they come, for ever; the daemon ends with `_exit` from one of them.
+    public static func run() -> Never {
+        MainLoopExecutor.shared.loop()
+    }
+}
+
+final class MainLoopExecutor: MainExecutor, TaskExecutor, SchedulingExecutor, Sendable {
+    static let shared = MainLoopExecutor()
+
+    private struct Timer {
+        let deadline: UInt64  // CLOCK_MONOTONIC ns
+        let job: UnownedJob
+    }
+
+    private struct Queue {
+        var ready: [UnownedJob] = []
+        /// By deadline, then in the order they came. A few at a time (the daemon's timeouts
+        /// and retries), so a sorted array.
+        var timers: [Timer] = []
+        /// Set while the loop sleeps in poll: only then does a job from another thread wake it.
+        var sleeping = false
+    }
+
+    private let queue = Mutex(Queue())
+    private let wakePipe: WakePipe
+
+    private init() {
+        guard let pipe = WakePipe() else { fatalError("Cannot make the main loop's pipe: \(String(cString: strerror(errno)))") }
+        wakePipe = pipe
+    }
+
+    enum Factory: ExecutorFactory {
+        static var mainExecutor: any MainExecutor { MainLoopExecutor.shared }
+        static var defaultExecutor: any TaskExecutor { MainLoopExecutor.shared }
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let wake = queue.withLock { queue in
+            queue.ready.append(job)
+            defer { queue.sleeping = false }
+            return queue.sleeping
+        }
+        if wake { wakePipe.wake() }
+    }
+
+    func enqueue<C: Clock>(_ job: consuming ExecutorJob, at instant: C.Instant, tolerance: C.Duration?, clock: C) {
+        schedule(UnownedJob(job), after: clock.now.duration(to: instant))
+    }
+
+    func enqueue<C: Clock>(_ job: consuming ExecutorJob, after delay: C.Duration, tolerance: C.Duration?, clock: C) {
+        schedule(UnownedJob(job), after: delay)
+    }
+
+    /// The daemon's clocks (continuous, suspending) count in `Duration`; both are CLOCK_MONOTONIC
+    /// or CLOCK_BOOTTIME, which differ only across a suspend.
+    private func schedule(_ job: UnownedJob, after delay: some DurationProtocol) {
+        let duration = (delay as? Duration).map { max($0, .zero) } ?? .zero
+        let timer = Timer(deadline: MonotonicClock.nanoseconds() + MonotonicClock.nanoseconds(in: duration), job: job)
+        let wake = queue.withLock { queue in
+            let at = queue.timers.firstIndex { $0.deadline > timer.deadline } ?? queue.timers.endIndex
+            queue.timers.insert(timer, at: at)
+            defer { queue.sleeping = false }
+            return queue.sleeping
+        }
+        if wake { wakePipe.wake() }
+    }
+
+    func run() { loop() }
+
+    /// Runs jobs as they come, for ever (`MainLoop.run`).
+    func loop() -> Never {
+        var jobs: [UnownedJob] = []
+        var request = [wakePipe.pollRequest]
+        while true {
+            let timeout: Int32 = queue.withLock { queue in
+                let now = MonotonicClock.nanoseconds()
+                let due = queue.timers.prefix { $0.deadline <= now }.count
+                queue.ready.append(contentsOf: queue.timers.prefix(due).map(\.job))
+                queue.timers.removeFirst(due)
+                swap(&jobs, &queue.ready)
+                guard jobs.isEmpty else { return 0 }
+                queue.sleeping = true
+                return queue.timers.first.map { MonotonicClock.pollTimeout(until: $0.deadline, from: now) } ?? -1
+            }
+            if jobs.isEmpty {
+                if poll(&request, 1, timeout) > 0 { wakePipe.drain() }
+                queue.withLock { $0.sleeping = false }
+                continue
+            }
+            for job in jobs { job.runSynchronously(on: asUnownedSerialExecutor()) }
+            jobs.removeAll(keepingCapacity: true)
+        }
+    }
+
+    /// Nothing stops the loop: the daemon exits from a job when it is done.
+    func stop() {}
+}
