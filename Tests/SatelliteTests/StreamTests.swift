@@ -367,12 +367,14 @@ struct StreamTests {
         #expect(await daemon.stop() == 0)
     }
 
-    @Test("a server that stops answering pings is found dead after the dead-peer time and reconnected to")
-    func noPong() async throws {
-        let server = try await TestServer.start(knobs: ["socketNoPong": true])
+    // Wake server streams the room: the pings and their pongs then ride on the microphone's periods.
+    @Test("a server that stops answering pings is found dead after the dead-peer time and reconnected to",
+          arguments: ["push", "server"])
+    func noPong(wake: String) async throws {
+        let server = try await TestServer.start(knobs: ["socketNoPong": true, "wake": "never"])
         defer { server.stop() }
         // The dead-peer time set small for the test (TestBounds): the message says it was the one applied.
-        let daemon = try await DaemonHarness.start(config: config(server, wake: "push"), token: server.token,
+        let daemon = try await DaemonHarness.start(config: config(server, wake: wake), token: server.token,
                                                    environment: [TestBounds.deadPeerVariable: "4"])
         let watcher = try await connectedWatch(daemon)
         let gone = await notice(watcher, "Disconnected")
@@ -381,6 +383,23 @@ struct StreamTests {
         _ = await notice(watcher, "Connected")
         let pings = try await server.socketLog().filter { $0["kind"] == "ping" }
         #expect(!pings.isEmpty)
+        #expect(await daemon.stop() == 0)
+    }
+
+    @Test("streaming the room, the keepalive pings still go every 3 s and their pongs are read: the connection outlives the dead-peer time")
+    func pingsWhileStreaming() async throws {
+        let server = try await TestServer.start(knobs: ["wake": "never"])
+        defer { server.stop() }
+        let daemon = try await DaemonHarness.start(config: config(server, wake: "server"), token: server.token,
+                                                   environment: [TestBounds.deadPeerVariable: "4"])
+        _ = try await connectedWatch(daemon)
+        // Three pings take 9 s or more, past the 4 s dead-peer time: a pong left unread would have
+        // ended the connection, and the satellite would have opened another.
+        let log = try await server.socketLog(until: "ping", count: 3)
+        #expect(log.filter { $0["kind"] == "ping" }.count >= 3)
+        #expect(log.filter { $0["dir"] == "event" && $0["event"] == "open" }.count == 1, "\(log.filter { $0["dir"] == "event" })")
+        #expect(log.contains { $0["dir"] == "in" && $0["kind"] == "binary" }, "the room was streamed")
+        #expect(!daemon.stderr.contains("Disconnected"))
         #expect(await daemon.stop() == 0)
     }
 

@@ -33,14 +33,16 @@ protocol AudioEngineSide: AnyObject {
 
 /// A socket the engine polls beside the PCMs: the /listen connection (WebSocketClient), so a
 /// period the microphone gave is written into it in the same wake-up. Called on the audio thread only.
+/// `periodic`, in each call: a PCM is polled, so the thread wakes every period anyway, and what can
+/// wait a period (a keepalive ping, reading its pong) rides on those wake-ups instead of its own.
 protocol AudioEngineSocket: AnyObject {
     /// The descriptor and the events wanted now; nil when it has nothing to poll.
-    var pollRequest: pollfd? { get }
+    func pollRequest(periodic: Bool) -> pollfd?
     /// When it wants servicing even if its descriptor says nothing (CLOCK_MONOTONIC ns), or nil.
-    var socketDeadline: UInt64? { get }
+    func socketDeadline(periodic: Bool) -> UInt64?
     /// After every wake-up, after the PCMs, with what poll said of its descriptor (0 when it
     /// said nothing); false once it has ended (it has closed its descriptor) and is let go.
-    func service(socketEvents: Int16, now: UInt64) -> Bool
+    func service(socketEvents: Int16, now: UInt64, periodic: Bool) -> Bool
 }
 
 /// The one thread that owns the open PCMs and polls them together.
@@ -150,6 +152,7 @@ public final class AudioEngine: @unchecked Sendable {
                 let ms = MonotonicClock.pollTimeout(until: deadline, from: before)
                 timeout = timeout < 0 ? ms : min(timeout, ms)
             }
+            let periodic = sides.contains { $0.polls }
             for side in sides {
                 let count = side.polls ? max(0, Int(snd_pcm_poll_descriptors_count(side.handle))) : 0
                 if count > 0 {
@@ -168,8 +171,8 @@ public final class AudioEngine: @unchecked Sendable {
             let socketsAt = fds.count
             for socket in sockets {
                 // Always one entry a socket, so its revents are found by position; -1 is not polled.
-                fds.append(socket.pollRequest ?? pollfd(fd: -1, events: 0, revents: 0))
-                wake(by: socket.socketDeadline)
+                fds.append(socket.pollRequest(periodic: periodic) ?? pollfd(fd: -1, events: 0, revents: 0))
+                wake(by: socket.socketDeadline(periodic: periodic))
             }
             _ = poll(&fds, nfds_t(fds.count), timeout)
             if fds[0].revents != 0 { wakePipe.drain() }
@@ -191,7 +194,7 @@ public final class AudioEngine: @unchecked Sendable {
             sides = kept
             // After the PCMs: what the microphone's sinks queued in this wake-up is written in it.
             var socketsKept: [any AudioEngineSocket] = []
-            for (position, socket) in sockets.enumerated() where socket.service(socketEvents: fds[socketsAt + position].revents, now: now) {
+            for (position, socket) in sockets.enumerated() where socket.service(socketEvents: fds[socketsAt + position].revents, now: now, periodic: periodic) {
                 socketsKept.append(socket)
             }
             sockets = socketsKept

@@ -67,6 +67,8 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     public static let deadAfter: Duration = .seconds(TestBounds.deadPeerSeconds(getenv(TestBounds.deadPeerVariable).map { String(cString: $0) }))
     /// How long after the peer's last frame a ping is sent, and again after each unanswered one.
     static let pingAfter: Duration = .seconds(3)
+    /// How late a keepalive ping may go while periods wake the thread (one is at most 80 ms).
+    static let periodSlack: UInt64 = 200_000_000
     /// The most bytes queued but not yet written. About 32 s of 16 kHz audio: a healthy
     /// connection never comes near it, and a dead one is found in 10 s.
     public static let maxQueuedBytes = 1 << 20
@@ -302,12 +304,17 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
 
     // MARK: The audio thread
 
-    var pollRequest: pollfd? {
+    func pollRequest(periodic: Bool) -> pollfd? {
         guard let connection, connection.fd >= 0 else { return nil }
         switch phase {
         case .connecting: return pollfd(fd: connection.fd, events: connection.events(writing: false), revents: 0)
         case .upgrading, .open, .closing:
-            let events = connection.events(writing: outHead < out.count || pongDue != nil)
+            var events = connection.events(writing: outHead < out.count || pongDue != nil)
+            // The pong of a keepalive ping is read in the next period's wake-up, not in one of its own.
+            if awaitsPongOnPeriods(periodic) && !connection.writeWaitsOnRead {
+                events &= ~Int16(POLLIN)
+                if events == 0 { return nil }
+            }
             // Not read while the consumer is behind (it wakes the thread as it catches up); nor polled
             // at all then unless something is to be written, or a hang-up would be reported at once, again and again.
             if untaken.full && !connection.writeWaitsOnRead {
@@ -318,19 +325,22 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         }
     }
 
-    var socketDeadline: UInt64? {
+    func socketDeadline(periodic: Bool) -> UInt64? {
         switch phase {
         case .waiting, .finished: return 0
         case .connecting: return min(openBy, connection?.addressBy ?? .max)
         case .upgrading: return openBy
         case .open:
-            if untaken.full { return nextPing }
-            return readMore ? 0 : min(nextPing, deadAt ?? .max)
+            // A keepalive ping can go a period late: it goes in a period's wake-up, and only a
+            // microphone that stopped waking the thread leaves it to this deadline.
+            let ping = periodic ? nextPing + Self.periodSlack : nextPing
+            if untaken.full { return ping }
+            return readMore ? 0 : min(ping, deadAt ?? .max)
         case .closing: return readMore && !untaken.full ? 0 : closeBy
         }
     }
 
-    func service(socketEvents: Int16, now: UInt64) -> Bool {
+    func service(socketEvents: Int16, now: UInt64, periodic: Bool) -> Bool {
         if phase == .waiting { begin(now) }
         if phase == .connecting || phase == .upgrading {
             if shared.withLock({ $0.wantClose }) {
@@ -340,12 +350,13 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             }
         }
         if phase == .connecting, let connection { progress(connection.advance(events: socketEvents, now: now)) }
-        // Read only when poll said so (or a read left more): a period's wake-up costs no recv.
+        // Read only when poll said so (or a read left more, or a pong is awaited on the periods):
+        // a period's wake-up costs no recv.
         if (phase == .open || phase == .closing) && readsPaused && !untaken.full {
             readsPaused = false
             frames(now)
             if phase == .open || phase == .closing { receive(now) }
-        } else if connectedPhase && (socketEvents != 0 || readMore) {
+        } else if connectedPhase && (socketEvents != 0 || readMore || awaitsPongOnPeriods(periodic)) {
             receive(now)
         }
         if phase == .open { takeQueued(now) }
@@ -353,6 +364,12 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         if phase == .closing && now >= closeBy { finish(.closed(code: 1000, reason: "closed by this side")) }
         if connectedPhase { flush() }
         return phase != .finished
+    }
+
+    /// Whether a keepalive ping is unanswered while periods wake the thread: then the socket is
+    /// not polled for reading, and read in each wake-up instead (one read, as the pong is quick).
+    private func awaitsPongOnPeriods(_ periodic: Bool) -> Bool {
+        periodic && phase == .open && pingSentAt != nil && !untaken.full
     }
 
     /// TCP (and TLS) up, the connection not finished: there is a socket to read and write.
