@@ -10,4 +10,12 @@ import Testing
         #expect(TestBounds.deadPeerSeconds("11") == 10)
         #expect(TestBounds.deadPeerSeconds("soon") == 10)
     }
+
+    @Test func theRecheckIsAMinuteUnlessATestAsksForOneToSixtySeconds() {
+        #expect(TestBounds.recheckSeconds(nil) == 60)
+        #expect(TestBounds.recheckSeconds("1") == 1)
+        #expect(TestBounds.recheckSeconds("0") == 60, "a check in a loop with no pause")
+        #expect(TestBounds.recheckSeconds("61") == 60)
+        #expect(TestBounds.recheckSeconds("-5") == 60)
+    }
 }

@@ -403,6 +403,25 @@ struct StreamTests {
         #expect(await daemon.stop() == 0)
     }
 
+    @Test("while the /listen socket is open the server is not asked /health again: the socket checks it")
+    func noRecheckWhileOpen() async throws {
+        let server = try await TestServer.start(knobs: ["wake": "never"])
+        defer { server.stop() }
+        // A healthy server checked again each second, were the socket not open.
+        let daemon = try await DaemonHarness.start(config: config(server, wake: "server"), token: server.token,
+                                                   environment: [TestBounds.recheckVariable: "1"])
+        _ = try await connectedWatch(daemon)
+        // Three pings: 9 s or more with the socket open.
+        let log = try await server.socketLog(until: "ping", count: 3)
+        #expect(log.filter { $0["dir"] == "event" && $0["event"] == "open" }.count == 1)
+        let checks = try await server.requests().filter { $0["path"] == "/health" }
+        // The check when the server was first followed, and at most one before the socket opened.
+        #expect((1...2).contains(checks.count), "\(checks.count) checks of /health")
+        let status = try await daemon.result("status")
+        #expect(status["response"]?["server"]?["reachable"] == true)
+        #expect(await daemon.stop() == 0)
+    }
+
     @Test("a refused handshake with a bad token is token_refused, offline, and the token is in no log line")
     func refusedToken() async throws {
         let server = try await TestServer.start()

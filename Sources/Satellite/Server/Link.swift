@@ -4,9 +4,11 @@
 // or to a candidate being checked before it is pinned, with the token the
 // caller chose for it. It keeps status honest: it checks /health and /v1/models when it
 // starts following a server, re-checks a server that went away with back-off
-// (1 s doubling to server.retryMs), and learns from every request whether the
+// (1 s doubling to server.retryMs) and a healthy one each minute while no
+// /listen socket is open to it, and learns from every request whether the
 // server answered. Easy to get wrong: an answer from the server it followed
 // before must not count for the one it follows now.
+import Glibc
 import SatelliteCore
 
 /// The server in use and the calls the satellite makes to it.
@@ -23,14 +25,18 @@ public actor Link {
     /// Ends the pause under way when finished (a child of run(), not a task of its own).
     private var sleeper: AsyncStream<Void>.Continuation?
     private var woken = false
+    /// The /listen socket is open to the server in use (`streamOpened` to `streamClosed`).
+    private var streamOpen = false
+    /// A check was asked for (`follow`, `recheck`): it is made even while the socket is open.
+    private var checkAsked = false
     /// The last "not a bearer token" said, so that the check loop says it once.
     private var unusableToken: String?
     /// A pairing is replacing the state folder's token (see `hold`); the requests waiting for it.
     private var held = false
     private var waitingForToken: [CheckedContinuation<Void, Never>] = []
 
-    /// How often a server that answers is checked again.
-    static let recheckHealthy: Duration = .seconds(60)
+    /// How often a server that answers is checked again: each minute (a test may set it smaller, TestBounds).
+    static let recheckHealthy: Duration = .seconds(TestBounds.recheckSeconds(getenv(TestBounds.recheckVariable).map { String(cString: $0) }))
 
     public init(tokens: TokenStore, http: HTTPClient, bus: EventBus, keeper: StateKeeper, retryMs: Int) {
         self.tokens = tokens
@@ -52,6 +58,7 @@ public actor Link {
         } else {
             health = ServerHealth(url: pin?.url, name: pin?.name, how: pin?.how, tokenSource: pin?.tokenSource)
             generation += 1
+            streamOpen = false  // the socket open now goes to the server followed before
             keeper.update { $0.hasServer = pin != nil; $0.reachable = nil }
         }
         bus.publish(.server(health))
@@ -80,6 +87,7 @@ public actor Link {
     /// Ends the pause under way, or the next one if a check is running now.
     private func wake() {
         woken = true
+        checkAsked = true
         sleeper?.finish()
     }
 
@@ -221,7 +229,14 @@ public actor Link {
                 await pause(.seconds(24 * 3600))
                 continue
             }
-            await check()
+            // An open /listen socket checks a healthy server already: its handshake took the token, and
+            // its pings find a server gone. Then the server is asked again only when the socket closes
+            // or a check is asked for, and streaming costs the server no requests and the satellite no wake-ups.
+            let asked = checkAsked
+            checkAsked = false
+            if asked || !streamOpen || health.reachable != true || health.tokenAccepted != true {
+                await check()
+            }
             if health.reachable == true {
                 backoff.reset()
                 await pause(Link.recheckHealthy)
@@ -297,7 +312,13 @@ public actor Link {
     /// The /listen handshake was accepted: the server is there and took the token.
     func streamOpened() {
         guard let url = pin?.url else { return }
+        streamOpen = true
         learn(reachable: true, tokenAccepted: true, about: ParlourClient(baseURL: url, token: nil, http: http).baseURL)
+    }
+
+    /// The /listen socket is closed (or failed): the check loop checks the server again at its next turn.
+    func streamClosed() {
+        streamOpen = false
     }
 
     /// A refused handshake looks the same for a bad token and a server that is down:

@@ -276,6 +276,7 @@ public actor ListenStream {
     private func disconnected() async {
         guard connection != nil || machine.ready else { return }
         connection = nil
+        await link.streamClosed()
         // Reopened on purpose, it is back at once: no `offline` flickers past.
         if closing == nil { keeper.update { $0.streamConnected = false } }
         await perform(machine.handle(.disconnected(why: lastProblem.message)))

@@ -11,7 +11,19 @@ public enum TestBounds {
 
     /// The dead-peer seconds `value` asks for, or 10.
     public static func deadPeerSeconds(_ value: String?) -> Int64 {
-        guard let value, let seconds = Int64(value), (4...10).contains(seconds) else { return 10 }
+        seconds(value, in: 4...10) ?? 10
+    }
+
+    /// `PARLOUR_SATELLITE_TEST_RECHECK_S`: how often a healthy server is checked again, 1 to 60 whole seconds.
+    public static let recheckVariable = "PARLOUR_SATELLITE_TEST_RECHECK_S"
+
+    /// The recheck seconds `value` asks for, or 60.
+    public static func recheckSeconds(_ value: String?) -> Int64 {
+        seconds(value, in: 1...60) ?? 60
+    }
+
+    private static func seconds(_ value: String?, in range: ClosedRange<Int64>) -> Int64? {
+        guard let value, let seconds = Int64(value), range.contains(seconds) else { return nil }
         return seconds
     }
 }
