@@ -181,7 +181,7 @@ t_ready() {
 t_clean_start() {
   [[ -n "$boot_pid" ]] || { echo "the unit did not start at boot"; return 1; }
   local bad
-  bad="$(records _PID="$boot_pid" | not_the_room "$boot_pid"; records _PID=1 UNIT=$unit | awk '$1 <= 4')"
+  bad="$(records _PID="$boot_pid" | not_the_room; records _PID=1 UNIT=$unit | awk '$1 <= 4')"
   if [[ -n "$bad" ]]; then
     echo "$bad"
     echo "the clean start wrote $(wc -l <<<"$bad") warnings or stray lines that are not about the room (above)"
@@ -192,34 +192,24 @@ t_clean_start() {
 
 # Records (stdin) of the daemon PID that are warnings or worse, or stray lines,
 # and not about the room itself: no sound card here, no server found or
-# reachable. One more is known where the manager could not raise RLIMIT_NICE
-# (see "thread priorities").
-not_the_room() {  # PID
+# reachable.
+not_the_room() {
   awk '$2 == "microphone" || $2 == "speaker" || $2 == "server" || $2 == "finished" { next }
        $2 == "notice" && /The server cannot be reached/ { next }
-       $1 <= 4 || $2 == "-"' |
-    if nice_limit_in_force "$1"; then cat; else grep -v "Failed to set thread priority for worker thread: .* errno=13"; fi
+       $1 <= 4 || $2 == "-"'
 }
 
-# LimitNICE=-4 is RLIMIT_NICE 24: libdispatch may set its threads' nice values
-# down to -4. A manager without CAP_SYS_RESOURCE (this machine's containers,
-# when the machine itself lacks it) cannot raise the limit.
-nice_limit_in_force() { [[ "$(awk '/^Max nice priority/ {print $4}' /proc/"$1"/limits)" == 24 ]]; }
-
+# The unit refuses setpriority (@resources): the daemon's tasks run on its main
+# thread, and no libdispatch worker starts to ask for a nice value (a refusal
+# would be journalled: "Failed to set thread priority").
 t_priorities() {
   [[ -n "$boot_pid" ]] || { echo "the unit did not start at boot"; return 1; }
-  local lines
+  local lines workers
   lines="$(records _PID="$boot_pid" | grep -c "Failed to set thread priority")"
-  if ! nice_limit_in_force "$boot_pid"; then
-    if (( (0x$(awk '/^CapEff/ {print $2}' /proc/1/status) >> 24 & 1) == 0 )); then
-      echo "LimitNICE=-4 is not in force: systemd here has no CAP_SYS_RESOURCE to raise RLIMIT_NICE, so libdispatch's -4 thread is refused ($lines journal line a start)"
-      return 77
-    fi
-    echo "the daemon's RLIMIT_NICE is not LimitNICE=-4's 24: $(grep 'Max nice' /proc/"$boot_pid"/limits)"
-    return 1
-  fi
-  ((lines == 0)) || { echo "libdispatch journals $lines thread priority lines"; return 1; }
-  echo "RLIMIT_NICE 24 (nice down to -4 for itself), and libdispatch set every thread's priority"
+  ((lines == 0)) || { echo "the daemon journals $lines thread priority lines"; return 1; }
+  workers="$(cat /proc/"$boot_pid"/task/*/comm 2>/dev/null | grep -c "qos")"
+  ((workers == 0)) || { echo "the daemon has $workers libdispatch worker threads"; return 1; }
+  echo "no thread of the daemon asks for a priority, and none is libdispatch's"
 }
 
 t_journal() {
@@ -372,7 +362,7 @@ t_offline_notice() {
   grep -q '"server_unreachable"' <<<"$result" || { echo "ask gave: $result"; return 1; }
   records _PID="$pid" --since "$since" | grep -q "The offline notice is ready" ||
     { records _PID="$pid" --since "$since"; echo "the journal does not say the notice was spoken (above)"; return 1; }
-  bad="$(records _PID="$pid" --since "$since" | not_the_room "$pid")"
+  bad="$(records _PID="$pid" --since "$since" | not_the_room)"
   [[ -z "$bad" ]] || { echo "$bad"; echo "saying the notice journaled what is not about the room (above)"; return 1; }
   [[ ! -e /var/lib/parlour-satellite/.config ]] || { echo "something made /var/lib/parlour-satellite/.config"; return 1; }
   local left
