@@ -5,7 +5,7 @@
 // one wake-up per period while streaming, none while nothing is open. The
 // /listen socket is polled here too (AudioEngineSocket), serviced after the
 // PCMs, so a period a sink queued goes into the kernel in its wake-up. The
-// blocking snd_pcm_open runs here too (`run`), never on Swift's pool.
+// blocking snd_pcm_open runs here too (`run`), never on the main loop.
 // Both sides are serviced in one loop on one clock; that is where the echo
 // reference is taken (what playback wrote, with its delay, beside what capture
 // read, with its delay) and the microphone's audio processed (EchoCanceller). Easy to get wrong: once attached, a handle is

@@ -4,7 +4,7 @@
 // say which card was asked and what controls it does have, so the fix
 // (audio.mixer, audio.mixerCard) is obvious without amixer. The mixer calls are
 // quick ioctls, but a `default` card may be a plugin that talks to a sound
-// server, so they run on a thread of their own, never on the cooperative pool.
+// server, so they run on a thread of their own, never on the main loop (MainLoop).
 import SatelliteCore
 
 /// Reads and sets the output volume.

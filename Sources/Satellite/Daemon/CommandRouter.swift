@@ -146,7 +146,7 @@ public final class CommandRouter: ControlHandler {
     /// Whether `peer` may run `command`; a changing command is logged with who sent it either way.
     private func admit(_ command: ControlCommand, from peer: AccessPolicy.Peer?) async -> Bool {
         guard command.needsControl else { return true }
-        // getgrnam_r may ask nss (a file, LDAP): on the blocking thread, not the pool.
+        // getgrnam_r may ask nss (a file, LDAP): on the blocking thread, not the main loop.
         let group = await BlockingThread.local.run { Self.groupID() }
         let allowed = AccessPolicy.allows(command, peer: peer, daemonUID: getuid(), groupID: group)
         var fields = ["command": command.name]

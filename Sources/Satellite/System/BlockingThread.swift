@@ -1,6 +1,6 @@
 // The threads for the blocking calls nothing else owns, each taking its jobs
-// in turn, so none of them ever blocks a thread of Swift's cooperative pool
-// (two of them on this machine): `local`, for the fsync of the state files
+// in turn, so none of them ever blocks the main loop, the one thread every
+// task and actor runs on (MainLoop): `local`, for the fsync of the state files
 // and the `_r` look-ups of groups, rare and short; `lookups`, for
 // getaddrinfo at pinning and before a request to a name nobody pinned, which
 // may wait seconds on DNS or mDNS and so has a thread of its own: a slow name

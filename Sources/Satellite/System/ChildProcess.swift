@@ -5,7 +5,7 @@
 // ignores SIGTERM, SIGINT and SIGPIPE, and ignoring is inherited through exec),
 // in a process group of its own so that whatever it starts can be stopped with
 // it, with only stdin, stdout and stderr open. It is reaped by waitid on a
-// thread of its own (a spare one, SpareThreads), never on Swift's cooperative pool. Easy to get wrong: a
+// thread of its own (a spare one, SpareThreads), never on the main loop (MainLoop). Easy to get wrong: a
 // group must not be signalled once its leader is reaped (the number may be
 // reused), so the reaper first waits without reaping, and signals are sent
 // under the same lock.

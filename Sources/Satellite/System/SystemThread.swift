@@ -1,4 +1,4 @@
-// A thread of our own, for the blocking C calls kept off Swift's cooperative pool
+// A thread of our own, for the blocking C calls kept off the main loop (MainLoop)
 // (ALSA and the /listen socket, the HTTP loop, the control socket's poll
 // loop, the blocking calls): what Foundation's Thread did, without Foundation,
 // which the daemon no longer links (FoundationEssentials has no Thread). Its name reaches the kernel, so `top -H` and /proc say which is which.

@@ -7,7 +7,7 @@
 // PulseAudio libraries it links, CEspeak/shim.h), and saying it again costs
 // nothing. Easy to get wrong: espeak-ng's API is not thread-safe (only that
 // one thread ever calls it), and its synchronous mode blocks, so it never runs
-// on Swift's cooperative pool.
+// on the main loop, where every task and actor runs (MainLoop).
 import CEspeak
 import Glibc
 import SatelliteCore
