@@ -4,6 +4,7 @@
 import Foundation
 import Testing
 import SatelliteCore
+@testable import Satellite
 
 @Suite("The daemon starts, reports and stops as a service", .timeLimit(.minutes(1)))
 struct DaemonLifecycleTests {
@@ -78,6 +79,23 @@ struct DaemonLifecycleTests {
         await daemon.stop()
     }
 
+    @Test("the journal's backlog: past its limit records are dropped and counted, and the count is said once it has caught up")
+    func journalBacklog() {
+        let backlog = JournalBacklog(limit: 2)
+        #expect(backlog.admit() && backlog.admit())
+        #expect(!backlog.admit() && !backlog.admit() && !backlog.admit())
+        #expect(backlog.written() == nil, "one still waits")
+        #expect(backlog.admit())
+        #expect(backlog.written() == nil)
+        #expect(backlog.written() == 3)
+        #expect(backlog.admit())
+        #expect(backlog.written() == nil, "nothing dropped since")
+    }
+}
+
+// Both bind journald's socket path (in the tests' own mount namespace): one at a time.
+@Suite("The daemon writes to journald", .serialized, .timeLimit(.minutes(1)))
+struct JournaldTests {
     @Test("under systemd the daemon writes native journal records with the PARLOUR_ fields")
     func journal() async throws {
         let journal = try JournalSocket()
@@ -92,5 +110,20 @@ struct DaemonLifecycleTests {
         await daemon.stop()
         // Native records do not also go to stderr.
         #expect(!daemon.stderr.contains("State "))
+    }
+
+    @Test("a journal that stops reading holds up no request; its records wait on a thread of their own and all arrive once it reads")
+    func stalledJournal() async throws {
+        let journal = try JournalSocket(reading: false)
+        defer { journal.close() }
+        let daemon = try await DaemonHarness.start(config: ["room": "kitchen", "transport": "record"], journal: true)
+        // Each change of room is a record; a few fill the unread socket, and its writer then waits.
+        for index in 0..<20 {
+            #expect(try await daemon.ctl("room", "room\(index)").status == 0)
+        }
+        journal.startReading()
+        let last = await journal.next { $0["PARLOUR_ROOM"] == "room19" }
+        #expect(last != nil)
+        #expect(await daemon.stop() == 0)
     }
 }

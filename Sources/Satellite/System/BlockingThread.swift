@@ -4,8 +4,10 @@
 // and the `_r` look-ups of groups, rare and short; `lookups`, for
 // getaddrinfo at pinning and before a request to a name nobody pinned, which
 // may wait seconds on DNS or mDNS and so has a thread of its own: a slow name
-// never holds up `mute` or a control request's group check. Each is started
-// on first use and then waits in sem_wait, waking for nothing else.
+// never holds up `mute` or a control request's group check; `journal`, for
+// the journal's records, which a journald or a stderr that stops reading
+// would hold up. Each is started on first use and then waits in sem_wait,
+// waking for nothing else.
 import Glibc
 import Synchronization
 
@@ -14,6 +16,8 @@ final class BlockingThread: Sendable {
     static let local = BlockingThread(name: "blocking")
     /// Name look-ups.
     static let lookups = BlockingThread(name: "lookup")
+    /// The journal's records (Journal.run): journald or stderr may stop taking them.
+    static let journal = BlockingThread(name: "journal")
 
     private let queue: Queue
 

@@ -1,10 +1,12 @@
 // Writes what happened where an admin reads it: native journald records (with
 // the PARLOUR_* fields people filter on) when stderr is the journal, else one
 // plain line per record on stderr. It is a subscriber of the event bus, so it
-// says exactly what status says. Nothing here ever sees the token.
+// says exactly what status says, and writes on a thread of its own, so a
+// journal that stops reading stops nothing else. Nothing here ever sees the token.
 import Glibc
 import CSystemd
 import SatelliteCore
+import Synchronization
 
 /// One journal record: a fixed message with its data beside it.
 public struct JournalRecord: Sendable, Equatable {
@@ -94,14 +96,58 @@ public struct Journal: Sendable {
         return JournalRecord(event.priority, event.message, fields: fields)
     }
 
-    /// Writes every event until the stream ends.
+    /// Writes every event until the stream ends, on a thread of its own (`BlockingThread.journal`): a
+    /// journald or a stderr that stops reading holds up that thread, never the main loop, where this
+    /// runs with every actor. Returns once every record taken is written.
     public func run(_ events: AsyncStream<SatelliteEvent>, room: String) async {
+        let backlog = JournalBacklog()
         var state = SatelliteState.starting
         var room = room
         for await event in events {
             if case .state(let s, _) = event { state = s }
             if case .room(let r) = event { room = r }
-            write(Journal.record(for: event, state: state, room: room))
+            guard backlog.admit() else { continue }
+            let record = Journal.record(for: event, state: state, room: room)
+            BlockingThread.journal.submit { [self] in
+                write(record)
+                if let dropped = backlog.written() {
+                    write(JournalRecord(.warning, "\(dropped) records were dropped: the journal (or stderr) did not take them "
+                        + "as fast as they came.", fields: ["EVENT": "journal", "DROPPED": String(dropped)]))
+                }
+            }
+        }
+        await BlockingThread.journal.run {}
+    }
+}
+
+/// The records waiting for the journal's thread: at most `limit`; past that they are dropped and
+/// counted, and the count is said once the thread has caught up. Memory stays bounded however long
+/// the journal stalls.
+final class JournalBacklog: Sendable {
+    private let counts = Mutex<(waiting: Int, dropped: Int)>((0, 0))
+    let limit: Int
+
+    init(limit: Int = 1000) { self.limit = limit }
+
+    /// Whether a record may be queued; false (and counted) when `limit` are waiting.
+    func admit() -> Bool {
+        counts.withLock { counts in
+            guard counts.waiting < limit else {
+                counts.dropped += 1
+                return false
+            }
+            counts.waiting += 1
+            return true
+        }
+    }
+
+    /// After a record is written: how many were dropped, once none wait any more (nil otherwise).
+    func written() -> Int? {
+        counts.withLock { counts in
+            counts.waiting -= 1
+            guard counts.waiting == 0, counts.dropped > 0 else { return nil }
+            defer { counts.dropped = 0 }
+            return counts.dropped
         }
     }
 }

@@ -9,7 +9,11 @@ final class JournalSocket: Sendable {
     private let fd: Int32
     let records: AsyncStream<[String: String]>
 
-    init() throws {
+    private let start: @Sendable () -> Void
+
+    /// `reading` false: nothing is read until `startReading()`, and the socket holds little, as a
+    /// journald that has stopped reading.
+    init(reading: Bool = true) throws {
         try? FileManager.default.createDirectory(atPath: "/run/systemd/journal", withIntermediateDirectories: true)
         unlink(JournalSocket.path)
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
@@ -18,10 +22,14 @@ final class JournalSocket: Sendable {
             Glibc.close(fd)
             throw TestFailure("cannot bind \(JournalSocket.path): \(String(cString: strerror(errno))); run the tests through scripts/netns-run")
         }
+        if !reading {
+            var small: Int32 = 4096
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        }
         self.fd = fd
         let (stream, continuation) = AsyncStream.makeStream(of: [String: String].self)
         records = stream
-        Thread {
+        start = { Thread {
             var buffer = [UInt8](repeating: 0, count: 256 * 1024)
             while true {
                 let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
@@ -30,8 +38,12 @@ final class JournalSocket: Sendable {
                 continuation.yield(JournalSocket.parse(buffer[..<n]))
             }
             continuation.finish()
-        }.start()
+        }.start() }
+        if reading { start() }
     }
+
+    /// Starts reading a socket made with `reading: false`.
+    func startReading() { start() }
 
     /// `KEY=value\n`, or `KEY\n` + 64-bit little-endian length + bytes + `\n` for values with newlines.
     static func parse(_ datagram: ArraySlice<UInt8>) -> [String: String] {
