@@ -4,9 +4,9 @@
 // or to a candidate being checked before it is pinned, with the token the
 // caller chose for it. It keeps status honest: it checks /health and /v1/models when it
 // starts following a server, re-checks a server that went away with back-off
-// (1 s doubling to server.retryMs) and a healthy one each minute while no
-// /listen socket is open to it, and learns from every request whether the
-// server answered. Easy to get wrong: an answer from the server it followed
+// (1 s doubling to server.retryMs) and a healthy one each minute (each ten
+// while a /listen socket is open to it), and learns from every request
+// whether the server answered. Easy to get wrong: an answer from the server it followed
 // before must not count for the one it follows now.
 import Glibc
 import SatelliteCore
@@ -29,6 +29,8 @@ public actor Link {
     private var streamOpen = false
     /// A check was asked for (`follow`, `recheck`): it is made even while the socket is open.
     private var checkAsked = false
+    /// Checks skipped in a row for the open socket: after `skipsAtMost`, one is made anyway.
+    private var skipped = 0
     /// The last "not a bearer token" said, so that the check loop says it once.
     private var unusableToken: String?
     /// A pairing is replacing the state folder's token (see `hold`); the requests waiting for it.
@@ -37,6 +39,9 @@ public actor Link {
 
     /// How often a server that answers is checked again: each minute (a test may set it smaller, TestBounds).
     static let recheckHealthy: Duration = .seconds(TestBounds.recheckSeconds(getenv(TestBounds.recheckVariable).map { String(cString: $0) }))
+    /// With the /listen socket open, a check in ten: a server that took the token back, or broke
+    /// /health, but kept the socket is shown as it is within ten minutes.
+    static let skipsAtMost = 9
 
     public init(tokens: TokenStore, http: HTTPClient, bus: EventBus, keeper: StateKeeper, retryMs: Int) {
         self.tokens = tokens
@@ -230,12 +235,15 @@ public actor Link {
                 continue
             }
             // An open /listen socket checks a healthy server already: its handshake took the token, and
-            // its pings find a server gone. Then the server is asked again only when the socket closes
-            // or a check is asked for, and streaming costs the server no requests and the satellite no wake-ups.
+            // its pings find a server gone. Then the server is asked again when the socket closes, when a
+            // check is asked for, and every tenth time: streaming costs the server two requests in ten minutes.
             let asked = checkAsked
             checkAsked = false
-            if asked || !streamOpen || health.reachable != true || health.tokenAccepted != true {
+            if asked || !streamOpen || health.reachable != true || health.tokenAccepted != true || skipped >= Link.skipsAtMost {
+                skipped = 0
                 await check()
+            } else {
+                skipped += 1
             }
             if health.reachable == true {
                 backoff.reset()
@@ -309,9 +317,10 @@ public actor Link {
                             token: try? token())
     }
 
-    /// The /listen handshake was accepted: the server is there and took the token.
-    func streamOpened() {
-        guard let url = pin?.url else { return }
+    /// The /listen handshake to `url` was accepted: the server is there and took the token. A socket
+    /// to the server followed before, opened late, says nothing of the one followed now.
+    func streamOpened(url opened: String) {
+        guard let url = pin?.url, url == opened else { return }
         streamOpen = true
         learn(reachable: true, tokenAccepted: true, about: ParlourClient(baseURL: url, token: nil, http: http).baseURL)
     }

@@ -203,7 +203,7 @@ public actor ListenStream {
                 connection = client
                 outOfStep = nil
                 malformed = 0
-                await link.streamOpened()
+                if let place { await link.streamOpened(url: place.url) }
                 lastNotice = ""
                 bus.notice(.notice, "Connected to the server's /listen.", ["url": url, "mode": settings.mode.rawValue])
                 // The room or the server changed while this connection was being made: it is reopened again.
