@@ -153,6 +153,8 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     private var nextPing: UInt64 = 0
     /// When the first ping since the peer last sent anything went; nil while none is unanswered.
     private var pingSentAt: UInt64?
+    /// When the socket was last read for a pong awaited on the periods (or the ping went).
+    private var pongReadAt: UInt64 = 0
     /// A `ping()` is unanswered: its pong is an event (a keepalive's, or one nobody asked for, is not).
     private var awaitingPong = false
     /// The peer's ping waiting to be answered: one at most, the latest (RFC 6455, 5.5.3).
@@ -332,10 +334,12 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         case .upgrading: return openBy
         case .open:
             // A keepalive ping can go a period late: it goes in a period's wake-up, and only a
-            // microphone that stopped waking the thread leaves it to this deadline.
+            // microphone that stopped waking the thread leaves it to this deadline. So does the read
+            // of its pong, which a stalled microphone would otherwise leave to the next ping.
             let ping = periodic ? nextPing + Self.periodSlack : nextPing
             if untaken.full { return ping }
-            return readMore ? 0 : min(ping, deadAt ?? .max)
+            let pong = awaitsPongOnPeriods(periodic) ? pongReadAt + Self.periodSlack : UInt64.max
+            return readMore ? 0 : min(ping, pong, deadAt ?? .max)
         case .closing: return readMore && !untaken.full ? 0 : closeBy
         }
     }
@@ -357,6 +361,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             frames(now)
             if phase == .open || phase == .closing { receive(now) }
         } else if connectedPhase && (socketEvents != 0 || readMore || awaitsPongOnPeriods(periodic)) {
+            if awaitsPongOnPeriods(periodic) { pongReadAt = now }
             receive(now)
         }
         if phase == .open { takeQueued(now) }
@@ -689,6 +694,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             queueControl(.ping, [])
             nextPing = now + MonotonicClock.nanoseconds(in: Self.pingAfter)
             if pingSentAt == nil { pingSentAt = now }
+            pongReadAt = now
         }
     }
 
