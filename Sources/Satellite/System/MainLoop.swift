@@ -22,6 +22,7 @@ import Synchronization
 public enum MainLoop {
     /// Makes the loop Swift's main and default executor. Before the first task, on the main thread.
     public static func install() {
+        _ = MainLoopExecutor.shared  // made here, on the main thread, which it then runs on
         _createExecutors(factory: MainLoopExecutor.Factory.self)
     }
 
@@ -50,10 +51,21 @@ final class MainLoopExecutor: MainExecutor, TaskExecutor, SchedulingExecutor, Se
 
     private let queue = Mutex(Queue())
     private let wakePipe: WakePipe
+    /// The thread that made it, the main thread, which runs the loop.
+    private let thread = pthread_self()
 
     private init() {
         guard let pipe = WakePipe() else { fatalError("Cannot make the main loop's pipe: \(String(cString: strerror(errno)))") }
         wakePipe = pipe
+    }
+
+    /// For Swift's checks that code runs where its isolation says (`MainActor.assumeIsolated`).
+    func isIsolatingCurrentContext() -> Bool? {
+        pthread_equal(thread, pthread_self()) != 0
+    }
+
+    func checkIsolated() {
+        precondition(pthread_equal(thread, pthread_self()) != 0, "Not on the daemon's main loop")
     }
 
     enum Factory: ExecutorFactory {
@@ -79,8 +91,9 @@ final class MainLoopExecutor: MainExecutor, TaskExecutor, SchedulingExecutor, Se
         schedule(UnownedJob(job), after: delay)
     }
 
-    /// The daemon's clocks (continuous, suspending) count in `Duration`; both are CLOCK_MONOTONIC
-    /// or CLOCK_BOOTTIME, which differ only across a suspend.
+    /// The daemon's clocks (continuous, suspending) count in `Duration`, and are timed here on
+    /// CLOCK_MONOTONIC: a sleep does not count time the machine was suspended (a satellite is not).
+    /// A clock that counts otherwise (none in the daemon) fires at once.
     private func schedule(_ job: UnownedJob, after delay: some DurationProtocol) {
         let duration = (delay as? Duration).map { max($0, .zero) } ?? .zero
         let timer = Timer(deadline: MonotonicClock.nanoseconds() + MonotonicClock.nanoseconds(in: duration), job: job)

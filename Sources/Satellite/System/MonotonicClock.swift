@@ -12,9 +12,12 @@ enum MonotonicClock {
         return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
     }
 
-    /// `duration` in nanoseconds, to add to a reading (not negative).
+    /// `duration` in nanoseconds, to add to a reading: 0 for a negative one, and at most 2^32 s
+    /// (136 years, a "for ever" that cannot overflow the sum).
     static func nanoseconds(in duration: Duration) -> UInt64 {
-        UInt64(duration.components.seconds) * 1_000_000_000 + UInt64(duration.components.attoseconds / 1_000_000_000)
+        guard duration > .zero else { return 0 }
+        let (seconds, attoseconds) = duration.components
+        return UInt64(min(seconds, 1 << 32)) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
     }
 
     /// poll's timeout to wake by `deadline` at the latest, from `now`: rounded up to a millisecond,
