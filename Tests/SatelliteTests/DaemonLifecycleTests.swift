@@ -35,6 +35,22 @@ struct DaemonLifecycleTests {
         #expect(await daemon.stop() == 0)
     }
 
+    @Test("a notify socket that systemd stops reading holds up no request; what it missed follows once it reads")
+    func stalledNotify() async throws {
+        let daemon = try await DaemonHarness.start(config: ["room": "kitchen", "transport": "record"])
+        daemon.notify.hold()
+        // Each change of room is a STATUS= line; a few fill the unread socket, and its sender then waits.
+        for index in 0..<30 {
+            #expect(try await daemon.ctl("room", "room\(index)").status == 0)
+        }
+        daemon.notify.release()
+        #expect(await daemon.stop() == 0)
+        // STOPPING=1 comes after every line before it.
+        await daemon.notify.wait(for: "STOPPING=1")
+        // One STATUS= line for each change of room (and the states'), none lost.
+        #expect(daemon.notify.messages.filter { $0.hasPrefix("STATUS=") }.count > 30, "\(daemon.notify.messages.count) lines")
+    }
+
     @Test("a wrong value in the config stops the daemon with the file and the key")
     func badConfig() async throws {
         let dir = try Package.temporaryDirectory("badconfig")
@@ -79,9 +95,9 @@ struct DaemonLifecycleTests {
         await daemon.stop()
     }
 
-    @Test("the journal's backlog: past its limit records are dropped and counted, and the count is said once it has caught up")
+    @Test("a writer's backlog (the journal's, the notifications'): past its limit items are dropped and counted, and the count is said once it has caught up")
     func journalBacklog() {
-        let backlog = JournalBacklog(limit: 2)
+        let backlog = Backlog(limit: 2)
         #expect(backlog.admit() && backlog.admit())
         #expect(!backlog.admit() && !backlog.admit() && !backlog.admit())
         #expect(backlog.written() == nil, "one still waits")

@@ -6,7 +6,7 @@
 // may wait seconds on DNS or mDNS and so has a thread of its own: a slow name
 // never holds up `mute` or a control request's group check; `journal`, for
 // the journal's records, which a journald or a stderr that stops reading
-// would hold up. Each is started on first use and then waits in sem_wait,
+// would hold up; `notify`, for sd_notify, likewise. Each is started on first use and then waits in sem_wait,
 // waking for nothing else.
 import Glibc
 import Synchronization
@@ -18,6 +18,8 @@ final class BlockingThread: Sendable {
     static let lookups = BlockingThread(name: "lookup")
     /// The journal's records (Journal.run): journald or stderr may stop taking them.
     static let journal = BlockingThread(name: "journal")
+    /// systemd's notifications (Notifier): its manager may stop reading them.
+    static let notify = BlockingThread(name: "notify")
 
     private let queue: Queue
 

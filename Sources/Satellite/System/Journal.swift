@@ -6,7 +6,6 @@
 import Glibc
 import CSystemd
 import SatelliteCore
-import Synchronization
 
 /// One journal record: a fixed message with its data beside it.
 public struct JournalRecord: Sendable, Equatable {
@@ -100,7 +99,7 @@ public struct Journal: Sendable {
     /// journald or a stderr that stops reading holds up that thread, never the main loop, where this
     /// runs with every actor. Returns once every record taken is written.
     public func run(_ events: AsyncStream<SatelliteEvent>, room: String) async {
-        let backlog = JournalBacklog()
+        let backlog = Backlog(limit: 1000)
         var state = SatelliteState.starting
         var room = room
         for await event in events {
@@ -117,38 +116,6 @@ public struct Journal: Sendable {
             }
         }
         await BlockingThread.journal.run {}
-    }
-}
-
-/// The records waiting for the journal's thread: at most `limit`; past that they are dropped and
-/// counted, and the count is said once the thread has caught up. Memory stays bounded however long
-/// the journal stalls.
-final class JournalBacklog: Sendable {
-    private let counts = Mutex<(waiting: Int, dropped: Int)>((0, 0))
-    let limit: Int
-
-    init(limit: Int = 1000) { self.limit = limit }
-
-    /// Whether a record may be queued; false (and counted) when `limit` are waiting.
-    func admit() -> Bool {
-        counts.withLock { counts in
-            guard counts.waiting < limit else {
-                counts.dropped += 1
-                return false
-            }
-            counts.waiting += 1
-            return true
-        }
-    }
-
-    /// After a record is written: how many were dropped, once none wait any more (nil otherwise).
-    func written() -> Int? {
-        counts.withLock { counts in
-            counts.waiting -= 1
-            guard counts.waiting == 0, counts.dropped > 0 else { return nil }
-            defer { counts.dropped = 0 }
-            return counts.dropped
-        }
     }
 }
 

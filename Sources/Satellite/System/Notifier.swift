@@ -1,16 +1,26 @@
 // Tells systemd how the satellite is: READY=1 once the control socket accepts,
 // STATUS= a plain sentence for each state, STOPPING=1 on shutdown, and
 // WATCHDOG=1 only after every actor has answered a ping, so a stuck actor lets
-// the watchdog fire instead of being hidden by a bare timer.
+// the watchdog fire instead of being hidden by a bare timer. Sent from a
+// thread of its own, so a manager that stops reading stops nothing else.
 import CSystemd
 import SatelliteCore
 
 /// sd_notify for the daemon. Without NOTIFY_SOCKET every call does nothing.
 public struct Notifier: Sendable {
+    /// The messages waiting for the notify thread: a manager that stops reading (sd_notify then
+    /// blocks) holds up that thread alone, never the main loop.
+    private let backlog = Backlog(limit: 100)
+
     public init() {}
 
+    /// Sends `message` on `BlockingThread.notify`, in order; dropped when 100 wait already.
     public func send(_ message: String) {
-        _ = sd_notify(0, message)
+        guard backlog.admit() else { return }
+        BlockingThread.notify.submit { [backlog] in
+            _ = sd_notify(0, message)
+            _ = backlog.written()
+        }
     }
 
     public func ready(status: String) { send("READY=1\nSTATUS=\(status)") }

@@ -18,6 +18,8 @@ final class NotifySocket: Sendable {
     }
     private let waiters = Mutex<(next: Int, all: [Waiter])>((0, []))
     private let closed = Mutex(false)
+    /// Set by `hold()`: the reader waits on it after its next datagram, as a manager that stopped reading.
+    private let holding = Mutex<DispatchSemaphore?>(nil)
 
     init(path: String) throws {
         self.path = path
@@ -35,8 +37,15 @@ final class NotifySocket: Sendable {
             if n < 0 && errno == EINTR { continue }
             if n <= 0 { return }
             post(String(decoding: buffer[..<n], as: UTF8.self))
+            if let held = holding.withLock({ $0 }) { held.wait() }
         }
     }
+
+    /// Nothing more is read (after at most one datagram) until `release()`: the socket fills, as
+    /// systemd's would if its manager stopped reading.
+    func hold() { holding.withLock { $0 = DispatchSemaphore(value: 0) } }
+
+    func release() { holding.withLock { $0?.signal(); $0 = nil } }
 
     /// Takes `message`'s lines as received: from the daemon, or the harness's own `EXITED=`.
     func post(_ message: String) {
