@@ -745,14 +745,14 @@ pcm.benchspeaker {{ type plug slave {{ pcm "benchspeaker_file" format S16_LE rat
     def alsa_env(self):
         return {"ALSA_CONFIG_PATH": f"/usr/share/alsa/alsa.conf:{self.path('asound.conf')}"}
 
-    def start_daemon(self, d, env, prefix=()):
-        """Starts the daemon with its stderr in `d`/daemon.log and a bound notify socket;
-        returns (process, notify socket, when the fork began in ns)."""
+    def start_daemon(self, d, env, prefix=(), program=None):
+        """Starts the daemon (`program`, or the build's) with its stderr in `d`/daemon.log and a
+        bound notify socket; returns (process, notify socket, when the fork began in ns)."""
         notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         notify.bind(env["NOTIFY_SOCKET"])
         started = time.monotonic_ns()
         with open(os.path.join(d, "daemon.log"), "w") as stderr:
-            daemon = self.procs.start(list(prefix) + [os.path.join(self.bin, "parlour-satellite")], env=env,
+            daemon = self.procs.start(list(prefix) + [program or os.path.join(self.bin, "parlour-satellite")], env=env,
                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
         return daemon, notify, started
 
@@ -830,14 +830,14 @@ pcm.benchspeaker {{ type plug slave {{ pcm "benchspeaker_file" format S16_LE rat
         return sum(e.get("bytes", 0) for e in self.server_log()["socket"]
                    if e.get("dir") == "in" and e.get("kind") == "binary")
 
-    def start_stream_daemon(self, d, prefix=(), trace=True):
+    def start_stream_daemon(self, d, prefix=(), trace=True, program=None):
         """The daemon streaming the room to /listen (transport stream, wake server); returns
         once audio arrives. The server's wake word is off ("never"), so no turn starts and
         what is measured is streaming alone, as wyoming-satellite's run beside it."""
         env = self.daemon_env(d, {"transport": "stream", "wake": "server"}, trace="mic.raw" if trace else None)
         if prefix:
             env["LD_PRELOAD"] = self.path("preload.so")  # valgrind needs its sigsuspend fix
-        daemon, notify, _ = self.start_daemon(d, env, prefix)
+        daemon, notify, _ = self.start_daemon(d, env, prefix, program)
         notify.close()
         return daemon
 
@@ -1310,8 +1310,13 @@ pcm.benchspeaker {{ type plug slave {{ pcm "benchspeaker_file" format S16_LE rat
         os.makedirs(d)
         valgrind = ["valgrind", "--tool=callgrind", "--trace-children=yes",
                     f"--callgrind-out-file={d}/callgrind.%p"]
+        # valgrind 3.19 cannot read the DWARF 5 the toolchain writes ("Possibly corrupted debuginfo
+        # file"); a copy without it keeps the symbol table, which names the functions.
+        program = self.path("parlour-satellite-nodebug")
+        if not os.path.exists(program):
+            run(["objcopy", "--strip-debug", os.path.join(self.bin, "parlour-satellite"), program])
         since = self.received_binary()
-        daemon = self.start_stream_daemon(d, prefix=valgrind, trace=False)
+        daemon = self.start_stream_daemon(d, prefix=valgrind, trace=False, program=program)
         wyoming = None
         try:
             if self.args.wyoming:
