@@ -360,9 +360,10 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             readsPaused = false
             frames(now)
             if phase == .open || phase == .closing { receive(now) }
-        } else if connectedPhase && (socketEvents != 0 || readMore || awaitsPongOnPeriods(periodic)) {
-            if awaitsPongOnPeriods(periodic) { pongReadAt = now }
-            receive(now)
+        } else if connectedPhase {
+            let pongOnPeriods = awaitsPongOnPeriods(periodic)
+            if pongOnPeriods { pongReadAt = now }
+            if socketEvents != 0 || readMore || pongOnPeriods { receive(now) }
         }
         if phase == .open { takeQueued(now) }
         if phase == .open { keepAlive(now) }

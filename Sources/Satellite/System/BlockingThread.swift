@@ -6,8 +6,8 @@
 // may wait seconds on DNS or mDNS and so has a thread of its own: a slow name
 // never holds up `mute` or a control request's group check; `journal`, for
 // the journal's records, which a journald or a stderr that stops reading
-// would hold up; `notify`, for sd_notify, likewise. Each is started on first use and then waits in sem_wait,
-// waking for nothing else.
+// would hold up; `notify`, for sd_notify, likewise. Each is started on first
+// use and then waits in sem_wait, waking for nothing else.
 import Glibc
 import Synchronization
 

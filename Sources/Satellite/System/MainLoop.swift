@@ -75,12 +75,7 @@ final class MainLoopExecutor: MainExecutor, TaskExecutor, SchedulingExecutor, Se
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        let wake = queue.withLock { queue in
-            queue.ready.append(job)
-            defer { queue.sleeping = false }
-            return queue.sleeping
-        }
-        if wake { wakePipe.wake() }
+        add { $0.ready.append(job) }
     }
 
     func enqueue<C: Clock>(_ job: consuming ExecutorJob, at instant: C.Instant, tolerance: C.Duration?, clock: C) {
@@ -95,11 +90,17 @@ final class MainLoopExecutor: MainExecutor, TaskExecutor, SchedulingExecutor, Se
     /// CLOCK_MONOTONIC: a sleep does not count time the machine was suspended (a satellite is not).
     /// A clock that counts otherwise (none in the daemon) fires at once.
     private func schedule(_ job: UnownedJob, after delay: some DurationProtocol) {
-        let duration = (delay as? Duration).map { max($0, .zero) } ?? .zero
-        let timer = Timer(deadline: MonotonicClock.nanoseconds() + MonotonicClock.nanoseconds(in: duration), job: job)
-        let wake = queue.withLock { queue in
+        let timer = Timer(deadline: MonotonicClock.nanoseconds() + MonotonicClock.nanoseconds(in: delay as? Duration ?? .zero), job: job)
+        add { queue in
             let at = queue.timers.firstIndex { $0.deadline > timer.deadline } ?? queue.timers.endIndex
             queue.timers.insert(timer, at: at)
+        }
+    }
+
+    /// Puts work in the queue, and wakes the loop if it sleeps (once: the first such job clears `sleeping`).
+    private func add(_ change: (inout Queue) -> Void) {
+        let wake = queue.withLock { queue in
+            change(&queue)
             defer { queue.sleeping = false }
             return queue.sleeping
         }
