@@ -27,7 +27,7 @@ public struct Notifier: Sendable {
     public func status(_ sentence: String) { send("STATUS=\(sentence)") }
     public func stopping() { send("STOPPING=1\nSTATUS=Shutting down.") }
 
-    /// Sends STATUS= for every state change until the stream ends.
+    /// Sends STATUS= for every state change until the stream ends; returns once all sent has gone.
     public func run(_ events: AsyncStream<SatelliteEvent>, room: String) async {
         var room = room
         var state = SatelliteState.starting
@@ -39,6 +39,9 @@ public struct Notifier: Sendable {
             }
             status(state.sentence(room: room))
         }
+        // Ends after the other parts stopped (the journal's service): STOPPING=1 and every line before
+        // it leave before the daemon exits.
+        await BlockingThread.notify.run {}
     }
 
     /// The watchdog interval systemd asked for, if any.
