@@ -166,6 +166,13 @@ import Testing
     @Test func timelineSampleOfTheClock() {
         #expect(EchoAlignment.sample(atNanoseconds: 1_000_000_000) == 16000)
         #expect(EchoAlignment.sample(atNanoseconds: 62_500) == 1)
+        // Past 6.7 days of uptime ns * 16000 no longer fits in Int64; the timeline holds to 100 years and beyond.
+        let week: UInt64 = 8 * 86_400 * 1_000_000_000
+        #expect(EchoAlignment.sample(atNanoseconds: week) == 8 * 86_400 * 16000)
+        #expect(EchoAlignment.sample(atNanoseconds: week + 62_500) == 8 * 86_400 * 16000 + 1)
+        let century: UInt64 = 100 * 365 * 86_400 * 1_000_000_000 + 999_999_999
+        #expect(EchoAlignment.sample(atNanoseconds: century) == 100 * 365 * 86_400 * 16000 + 15999)
+        #expect(EchoAlignment.sample(atNanoseconds: .max) == Int64(UInt64.max / 1_000_000_000) * 16000 + 709_551_615 * 16000 / 1_000_000_000)
     }
 }
 

@@ -58,9 +58,10 @@ public struct EchoAlignment: Sendable {
         keep = window + lags.upperBound - lags.lowerBound + 2 * slack + 8000
     }
 
-    /// The timeline sample at CLOCK_MONOTONIC `ns`.
+    /// The timeline sample at CLOCK_MONOTONIC `ns`: whole seconds and the rest apart, so that no
+    /// product overflows at any uptime (ns times the rate passes Int64 after 6.7 days).
     public static func sample(atNanoseconds ns: UInt64) -> Int64 {
-        Int64(ns) * Int64(rate) / 1_000_000_000
+        Int64(ns / 1_000_000_000) * Int64(rate) + Int64(ns % 1_000_000_000) * Int64(rate) / 1_000_000_000
     }
 
     /// Forgets the measured delay and where each side was (a device changed).
