@@ -3,7 +3,8 @@
 // (a second `listen` supersedes the first, whose caller is told so; `cancel`
 // stops it; shutdown ends it; each with exactly one result for its caller).
 // With the stream transport ListenStream carries the turn; with the record
-// transport this actor does: the microphone, the WAV to /voice, the answer.
+// transport this actor does: the microphone, the WAV to /voice, the answer,
+// each action in turn as TurnDriver takes the machine's events.
 // The microphone is closed before the answer plays, so the reply is never
 // recorded as the next question. The cues sound where their moments happen:
 // awake once the microphone is open (so nothing said over it is lost), done
@@ -45,15 +46,14 @@ public actor Conversation {
     private var turns = 0
     private var shuttingDown = false
 
-    /// The record transport's turn (with the stream transport, ListenStream's machine has it).
-    private var machine: TurnMachine
-    private var results = TurnResults()
+    /// The record transport's turn (with the stream transport, ListenStream's driver has it).
+    private let driver: TurnDriver<Conversation>
+    private var machine: TurnMachine { driver.machine }
     private var endpointer: Endpointer
     private var recorded: [Int16] = []
     /// What the record transport's turn starts (the microphone's reader, the request, the answer playing): children of `run()`.
     private let work = WorkGroup()
     private var microphone: WorkGroup.Handle?
-    private var openingMicrophone = false
     /// The question in flight to /voice, by turn.
     private var asking: (number: Int, work: WorkGroup.Handle)?
     private var playing: (number: Int, work: WorkGroup.Handle)?
@@ -70,9 +70,9 @@ public actor Conversation {
         self.stream = stream
         self.cues = cues
         self.offline = offline
-        self.machine = TurnMachine(settings: .init(streamsRoom: false, maxUtteranceSamples: settings.endpointing.maxUtteranceMs * 16,
-                                                   timeoutSeconds: nil, speaksOffline: offline != nil),
-                                   muted: muted, ready: true)
+        self.driver = TurnDriver(TurnMachine(settings: .init(streamsRoom: false, maxUtteranceSamples: settings.endpointing.maxUtteranceMs * 16,
+                                                             timeoutSeconds: nil, speaksOffline: offline != nil),
+                                             muted: muted, ready: true))
         self.endpointer = Endpointer(settings: settings.endpointing)
     }
 
@@ -89,8 +89,8 @@ public actor Conversation {
         if let stream {
             result = await stream.pushTurn(number: number, hold: hold)
         } else {
-            await perform(machine.handle(.request(number: number, hold: hold, offline: SatelliteError(.serverUnreachable, ""))))
-            result = await withCheckedContinuation { results.wait(for: number, $0) }
+            driver.send(.request(number: number, hold: hold, offline: SatelliteError(.serverUnreachable, "")))
+            result = await driver.result(of: number)
         }
         if current?.number == number { current = nil }
         return result
@@ -104,7 +104,7 @@ public actor Conversation {
         if let stream {
             await stream.release(turn.number)
         } else {
-            await perform(machine.handle(.release(number: turn.number)))
+            await driver.apply(.release(number: turn.number))
         }
         return true
     }
@@ -116,14 +116,17 @@ public actor Conversation {
             await playback.cancel()
             if current == nil { return true }
         }
-        if let stream {
-            // A reply the server sent on its own (wake mode) is not a turn, but is stopped the same way.
-            if await stream.cancelTurn() { return true }
-            return await stream.stopPlaying()
+        // The turn asked for, even if its request is still queued (the machine ignores one that has ended).
+        if let turn = current {
+            if let stream {
+                await stream.cancel(turn.number)
+            } else {
+                await driver.apply(.cancel(number: turn.number))
+            }
+            return true
         }
-        guard let number = machine.turn?.number else { return false }
-        await perform(machine.handle(.cancel(number: number)))
-        return true
+        // A reply the server sent on its own (wake mode) is not a turn, but is stopped the same way.
+        return await stream?.stopPlaying() ?? false
     }
 
     /// Asks in words through /ask.
@@ -163,9 +166,16 @@ public actor Conversation {
     private var noticesSpeaking = 0
     private var noticeStopped = false
 
-    /// Runs what the turns start, until `shutdown` has ended the turn under way and that work has ended.
+    /// Runs the turns and what they start, until `shutdown` has ended the turn under way and that work has ended.
     public func run() async {
+        async let turns: Void = driveTurns()
         await work.run()
+        driver.finish()
+        await turns
+    }
+
+    private func driveTurns() async {
+        await driver.run(self)
     }
 
     /// Ends the turn under way with `shutting_down`, and refuses new ones; then `run()` ends.
@@ -174,7 +184,7 @@ public actor Conversation {
         if let stream {
             await stream.shutdown()
         } else {
-            await perform(machine.handle(.shutdown))
+            await driver.apply(.shutdown)
         }
         work.finish()
     }
@@ -186,67 +196,60 @@ public actor Conversation {
     /// The stream transport's turn is the stream's to end (`ListenStream.setMuted`).
     public func setMuted(_ muted: Bool) async {
         guard stream == nil else { return }
-        await perform(machine.handle(muted ? .mute : .unmute))
+        await driver.apply(muted ? .mute : .unmute)
     }
 
     public func ping() -> Bool { true }
 
     // MARK: The record transport's actions
 
-    private func perform(_ actions: [TurnAction], audio: PCMAudio? = nil) async {
-        for action in actions {
-            switch action {
-            case .beginCapture:
-                recorded = []
-                endpointer = Endpointer(settings: settings.endpointing)
-            case .endCapture: submit()
-            case .abandon:
-                recorded = []
-                asking?.work.cancel()
-                asking = nil
-            case .openMicrophone: await openMicrophone()
-            case .microphone: await closeMicrophoneUnlessWanted()
-            case .cue(let cue): await cues?.play(cue)
-            case .errorCue: await cues?.play(.error, untilEnd: true)
-            case .phase(let phase): keeper.update { $0.phase = phase }
-            case .heard(let text): bus.publish(.heard(text))
-            case .reply(let text, let via): bus.publish(.reply(text: text, via: via))
-            case .report(let why, let fields): bus.notice(.error, why, fields)
-            case .play: if let audio { play(audio) }
-            case .stopPlayback: await playback.cancel()
-            case .prepareNotice:
-                let notice = await offline?.notice()
-                await perform(machine.handle(.notice(ready: notice != nil)), audio: notice)
-            case .finish(let number, let result): results.give(number, result)
-            // The socket's own: nothing to do without one.
-            case .spoke, .dropFrames, .decided, .dropServerTurn, .startTimer, .cancelTimer: break
-            }
+    /// Carries out one of the machine's actions (TurnDriver, one at a time); `audio` is the answer a `play` plays.
+    func perform(_ action: TurnAction, audio: PCMAudio?) async {
+        switch action {
+        case .beginCapture:
+            recorded = []
+            endpointer = Endpointer(settings: settings.endpointing)
+        case .endCapture: submit()
+        case .abandon:
+            recorded = []
+            asking?.work.cancel()
+            asking = nil
+        case .openMicrophone(let number): await openMicrophone(for: number)
+        case .microphone: await closeMicrophoneUnlessWanted()
+        case .cue(let cue): await cues?.play(cue)
+        case .errorCue: await cues?.play(.error, untilEnd: true)
+        case .phase(let phase): keeper.update { $0.phase = phase }
+        case .heard(let text): bus.publish(.heard(text))
+        case .reply(let text, let via): bus.publish(.reply(text: text, via: via))
+        case .report(let why, let fields): bus.notice(.error, why, fields)
+        case .play: if let audio { play(audio) }
+        case .stopPlayback: await playback.cancel()
+        case .prepareNotice:
+            let notice = await offline?.notice()
+            driver.send(.notice(ready: notice != nil), audio: notice)
+        // The socket's own: nothing to do without one. The result is TurnDriver's to give.
+        case .spoke, .dropFrames, .decided, .dropServerTurn, .startTimer, .cancelTimer, .finish: break
         }
     }
 
-    /// Opens the microphone for the turn under way (a turn that superseded one finds it open); the awake
-    /// cue follows, so what is said over it is recorded too.
-    private func openMicrophone() async {
-        // Being opened for a turn this one superseded: that call says so for the turn then current.
-        guard !openingMicrophone else { return }
+    /// Opens the microphone for push turn `number` (a turn that superseded one finds it open); the awake
+    /// cue follows, so what is said over it is recorded too. Events that came meanwhile wait in the
+    /// driver's queue, so the machine still wants it once it is open.
+    private func openMicrophone(for number: Int) async {
         if microphone == nil {
-            openingMicrophone = true
             let frames: AsyncStream<CaptureChunk>
             do {
                 frames = try await capture.open()
             } catch {
-                openingMicrophone = false
-                await perform(machine.handle(.microphoneFailed(message: "The microphone \(error.device) cannot be opened: \(error.reason).")))
+                driver.send(.microphoneFailed(message: "The microphone \(error.device) cannot be opened: \(error.reason)."))
                 return
             }
-            openingMicrophone = false
             microphone = work.start { [weak self] in
                 for await chunk in frames { await self?.feed(chunk) }
                 await self?.captureEnded()
             }
         }
-        guard machine.wantsMicrophone, let current = machine.turn?.number else { return await closeMicrophoneUnlessWanted() }
-        await perform(machine.handle(.microphoneOpened(number: current)))
+        driver.send(.microphoneOpened(number: number))
     }
 
     private func closeMicrophoneUnlessWanted() async {
@@ -262,16 +265,16 @@ public actor Conversation {
             guard machine.periodRoute == .turn else { return }
             recorded.append(contentsOf: samples)
             let decision = endpointer.feed(samples)
-            await perform(machine.handle(.period(samples: samples.count, decision: decision)))
+            await driver.apply(.period(samples: samples.count, decision: decision))
         case .failed(let error):
-            await perform(machine.handle(.microphoneFailed(message: "The microphone \(error.device) failed while listening: \(error.reason).")))
+            await driver.apply(.microphoneFailed(message: "The microphone \(error.device) failed while listening: \(error.reason)."))
         }
     }
 
     /// The capture's stream ended on its own while the turn was listening.
     private func captureEnded() async {
         guard machine.periodRoute == .turn, microphone != nil else { return }
-        await perform(machine.handle(.microphoneFailed(message: "The microphone gave no sound at all.")))
+        await driver.apply(.microphoneFailed(message: "The microphone gave no sound at all."))
     }
 
     /// Sends what was recorded to /voice.
@@ -295,21 +298,21 @@ public actor Conversation {
         asking = nil
         // For scripts/bench: how long reading the answer took (see HTTPClient).
         bus.notice(.debug, "Answer decoded.", ["monotonic_ns": String(MonotonicClock.nanoseconds())])
-        await perform(machine.handle(.answered(heard: answer.heard, reply: answer.reply, via: answer.via, audio: answer.audio != nil)))
+        await driver.apply(.answered(heard: answer.heard, reply: answer.reply, via: answer.via, audio: answer.audio != nil))
         guard let wav = answer.audio, machine.turn?.number == number else { return }
         do {
             let audio = try WAV.decode(wav)
-            await perform(machine.handle(.audio), audio: audio)
+            await driver.apply(.audio, audio: audio)
         } catch {
             let why = "The server's spoken answer is not a WAV this satellite can play: \(error)."
-            await perform(machine.handle(.badAudio(why: why, bytes: wav.count)))
+            await driver.apply(.badAudio(why: why, bytes: wav.count))
         }
     }
 
     private func failed(_ number: Int, _ error: SatelliteError) async {
         guard asking?.number == number else { return }
         asking = nil
-        await perform(machine.handle(.requestFailed(error)))
+        await driver.apply(.requestFailed(error))
     }
 
     /// Plays the answer (or the notice) on a task of its own, so `cancel` is taken while it plays.
@@ -332,6 +335,8 @@ public actor Conversation {
     private func played(_ number: Int, _ fault: SpeakerFault?) async {
         guard playing?.number == number else { return }
         playing = nil
-        await perform(machine.handle(.played(failure: fault, sameConnection: true)))
+        await driver.apply(.played(failure: fault, sameConnection: true))
     }
 }
+
+extension Conversation: TurnEffects {}

@@ -10,8 +10,9 @@
 // socket's URL, so a new room reopens the socket, but only once no turn is under
 // way (ours or the server's), so no question is lost to it. Muted, the socket
 // stays open and nothing goes up; answers already on their way still play.
-// The turn's decisions are TurnMachine's (SatelliteCore, table-tested): this
-// actor is its shell for the stream transport, the socket and the devices.
+// The turn's decisions are TurnMachine's (SatelliteCore, table-tested), its
+// events taken one at a time by TurnDriver: this actor carries its actions out
+// for the stream transport, on the socket and the devices.
 // In wake mode the room goes up from the audio thread (ListenSink), routed by
 // the machine's state; only a push turn's periods come here.
 import SatelliteCore
@@ -80,8 +81,9 @@ public actor ListenStream {
     private var microphoneRetry = Backoff(first: .seconds(1), cap: .seconds(30))
     private var microphoneRetrying = false
 
-    /// The turn's state and its decisions (TurnMachine); everything below is I/O around it.
-    private var machine: TurnMachine
+    /// The turn's state, its decisions and its events (TurnDriver); everything below is I/O around it.
+    private let driver: TurnDriver<ListenStream>
+    private var machine: TurnMachine { driver.machine }
     /// The reply playing, and which one, so a late end is not taken for a newer one's.
     private var playing: (number: Int, work: WorkGroup.Handle)?
     private var plays = 0
@@ -89,7 +91,6 @@ public actor ListenStream {
     private var ear: (number: Int, endpointer: Endpointer)?
     /// When the endpointer last decided, for the `decided` record.
     private var decidedAt: UInt64 = 0
-    private var results = TurnResults()
     private var timers: [Int: WorkGroup.Handle] = [:]
 
     /// Set when the socket is to be reopened (a new room) once nothing is under way: why, for the journal.
@@ -104,9 +105,9 @@ public actor ListenStream {
     public init(settings: Settings, link: Link, capture: AudioCapture, playback: Playback, bus: EventBus, keeper: StateKeeper,
                 cues: CuePlayer? = nil, offline: OfflineVoice? = nil, muted: Bool = false) {
         self.settings = settings
-        self.machine = TurnMachine(settings: .init(
+        self.driver = TurnDriver(TurnMachine(settings: .init(
             streamsRoom: settings.mode == .wake, maxUtteranceSamples: settings.endpointing.maxUtteranceMs * 16,
-            timeoutSeconds: settings.turnTimeout.components.seconds, speaksOffline: offline != nil, bargeIn: settings.bargeIn), muted: muted)
+            timeoutSeconds: settings.turnTimeout.components.seconds, speaksOffline: offline != nil, bargeIn: settings.bargeIn), muted: muted))
         self.offline = offline
         self.link = link
         self.capture = capture
@@ -124,6 +125,7 @@ public actor ListenStream {
     /// Connects, and reconnects with back-off, until cancelled.
     public func run() async {
         async let children: Void = work.run()
+        async let turns: Void = driveTurns()
         let servers = bus.subscribe(bufferingNewest: 4)
         work.start { [weak self] in
             for await event in servers {
@@ -133,9 +135,15 @@ public actor ListenStream {
         }
         await connect()
         await disconnected()
-        await perform(machine.handle(.shutdown))
+        await driver.apply(.shutdown)
         if let current = playing { await current.work.wait() }
+        driver.finish()
+        await turns
         await children
+    }
+
+    private func driveTurns() async {
+        await driver.run(self)
     }
 
     private func connect() async {
@@ -219,7 +227,7 @@ public actor ListenStream {
                 let bound = kind == .text ? "4 KiB" : "8 MiB"
                 let why = "The server sent a \(kind.rawValue) message of \(bytes) bytes, over the \(bound) bound; it was dropped."
                 bus.notice(.error, why, ["bytes": String(bytes)])
-                if kind == .binary { await perform(machine.handle(.answerLost(why: why))) }
+                if kind == .binary { await driver.apply(.answerLost(why: why)) }
                 outOfStep = why
                 client.close()
             case .closed(let code, let reason):
@@ -279,7 +287,7 @@ public actor ListenStream {
         await link.streamClosed()
         // Reopened on purpose, it is back at once: no `offline` flickers past.
         if closing == nil { keeper.update { $0.streamConnected = false } }
-        await perform(machine.handle(.disconnected(why: lastProblem.message)))
+        await driver.apply(.disconnected(why: lastProblem.message))
     }
 
     private func pause(_ delay: Duration) async {
@@ -316,17 +324,16 @@ public actor ListenStream {
             if mode != settings.mode {
                 bus.notice(.warning, "The server took the /listen socket as \(mode.rawValue) mode, not \(settings.mode.rawValue).")
             }
-            // The machine first: a request that comes once status says idle finds it ready.
-            let actions = machine.handle(.ready)
+            // Queued first: a request that comes once status says idle is applied after it, and finds the machine ready.
+            driver.send(.ready)
             keeper.update { $0.streamConnected = true }
-            await perform(actions)
         case .state(let state, let text):
-            await perform(machine.handle(.serverState(state, text: text)))
+            await driver.apply(.serverState(state, text: text))
         case .reply(let text, let via):
-            await perform(machine.handle(.reply(text: text, via: via)))
+            await driver.apply(.reply(text: text, via: via))
         case .stop:
             // The server heard its wake word: whatever plays stops now.
-            await perform(machine.handle(.stop))
+            await driver.apply(.stop)
         case .unknown(let type):
             if unknownTypes.insert(type).inserted {
                 bus.notice(.info, "The server sent a message of type \"\(type)\", unknown here; such messages are ignored.", ["type": type])
@@ -337,62 +344,66 @@ public actor ListenStream {
     private func received(_ wav: [UInt8]) async {
         do {
             let audio = try WAV.decode(wav)
-            await perform(machine.handle(.audio), audio: audio)
+            await driver.apply(.audio, audio: audio)
         } catch {
             let why = "The server's spoken answer is not a WAV this satellite can play: \(error)."
-            await perform(machine.handle(.badAudio(why: why, bytes: wav.count)))
+            await driver.apply(.badAudio(why: why, bytes: wav.count))
         }
     }
 
     // MARK: The machine's actions
 
-    /// Carries out the machine's actions in order; `audio` is the answer a `play` plays.
-    private func perform(_ actions: [TurnAction], audio: PCMAudio? = nil) async {
-        // The machine has moved: the room stops now if it is to stop, and starts only after the actions.
+    /// The machine has moved: the room stops now if it is to stop, and starts only after the actions.
+    func moved() {
         routePeriods(mayOpen: false)
-        defer { routePeriods(mayOpen: true) }
-        for action in actions {
-            switch action {
-            case .beginCapture: connection?.sendText(ListenCommand.start.text)
-            case .endCapture:
-                if let rest = batcher.flush() { connection?.sendBinary(rest) }
-                connection?.sendText(ListenCommand.end.text)
-            case .abandon: connection?.sendText(ListenCommand.cancel.text)
-            case .spoke: connection?.sendText(ListenCommand.spoke.text)
-            case .dropFrames: batcher.reset()
-            case .microphone: await setMicrophone()
-            case .openMicrophone(let number):
-                // The microphone is open first, so what is said over the awake sound goes up too.
-                await setMicrophone()
-                await perform(machine.handle(.microphoneOpened(number: number)))
-            case .cue(let cue): await cues?.play(cue)
-            case .phase(let phase): keeper.update { $0.phase = phase }
-            case .heard(let text): bus.publish(.heard(text))
-            case .reply(let text, let via): bus.publish(.reply(text: text, via: via))
-            case .play: if let audio { play(audio) }
-            case .prepareNotice:
-                let notice = await offline?.notice()
-                await perform(machine.handle(.notice(ready: notice != nil)), audio: notice)
-            case .errorCue: await cues?.play(.error, untilEnd: true)
-            case .stopPlayback: await playback.cancel()
-            case .startTimer(let number):
-                let limit = settings.turnTimeout
-                timers[number] = work.start { [weak self] in
-                    guard (try? await Task.sleep(for: limit)) != nil else { return }
-                    await self?.event(.timeout(number: number))
-                }
-            case .cancelTimer(let number): timers.removeValue(forKey: number)?.cancel()
-            case .finish(let number, let result):
-                if ear?.number == number { ear = nil }
-                results.give(number, result)
-            case .report(let why, let fields): bus.notice(.error, why, fields)
-            case .decided: bus.notice(.debug, "End of speech decided.", ["monotonic_ns": String(decidedAt)])
-            case .dropServerTurn:
-                closing = "the microphone was muted while the server was listening, so it drops what it heard"
-                connection?.close()
-            }
-        }
+    }
+
+    /// The actions are out: the room may start, and a reopening that waited for quiet may go.
+    func settled() {
+        routePeriods(mayOpen: true)
         reopenIfQuiet()
+    }
+
+    /// Carries out one of the machine's actions (TurnDriver, one at a time); `audio` is the answer a `play` plays.
+    func perform(_ action: TurnAction, audio: PCMAudio?) async {
+        switch action {
+        case .beginCapture: connection?.sendText(ListenCommand.start.text)
+        case .endCapture:
+            if let rest = batcher.flush() { connection?.sendBinary(rest) }
+            connection?.sendText(ListenCommand.end.text)
+        case .abandon: connection?.sendText(ListenCommand.cancel.text)
+        case .spoke: connection?.sendText(ListenCommand.spoke.text)
+        case .dropFrames: batcher.reset()
+        case .microphone: await setMicrophone()
+        case .openMicrophone(let number):
+            // The microphone is open first, so what is said over the awake sound goes up too.
+            await setMicrophone()
+            driver.send(.microphoneOpened(number: number))
+        case .cue(let cue): await cues?.play(cue)
+        case .phase(let phase): keeper.update { $0.phase = phase }
+        case .heard(let text): bus.publish(.heard(text))
+        case .reply(let text, let via): bus.publish(.reply(text: text, via: via))
+        case .play: if let audio { play(audio) }
+        case .prepareNotice:
+            let notice = await offline?.notice()
+            driver.send(.notice(ready: notice != nil), audio: notice)
+        case .errorCue: await cues?.play(.error, untilEnd: true)
+        case .stopPlayback: await playback.cancel()
+        case .startTimer(let number):
+            let limit = settings.turnTimeout
+            timers[number] = work.start { [weak self] in
+                guard (try? await Task.sleep(for: limit)) != nil else { return }
+                await self?.event(.timeout(number: number))
+            }
+        case .cancelTimer(let number): timers.removeValue(forKey: number)?.cancel()
+        case .finish(let number, _):
+            if ear?.number == number { ear = nil }
+        case .report(let why, let fields): bus.notice(.error, why, fields)
+        case .decided: bus.notice(.debug, "End of speech decided.", ["monotonic_ns": String(decidedAt)])
+        case .dropServerTurn:
+            closing = "the microphone was muted while the server was listening, so it drops what it heard"
+            connection?.close()
+        }
     }
 
     /// Tells the sink where the microphone's periods go: the room straight to the socket, a push turn's here.
@@ -403,7 +414,7 @@ public actor ListenStream {
     }
 
     private func event(_ event: TurnEvent) async {
-        await perform(machine.handle(event))
+        await driver.apply(event)
     }
 
     // MARK: Playing
@@ -430,7 +441,7 @@ public actor ListenStream {
         guard playing?.number == number else { return }
         playing = nil
         let fault = failure.map { SpeakerFault(device: $0.device, reason: $0.reason) }
-        await perform(machine.handle(.played(failure: fault, sameConnection: sentOn == connectionNumber)))
+        await driver.apply(.played(failure: fault, sameConnection: sentOn == connectionNumber))
     }
 
     /// Stops a wake-mode reply playing; false when none was.
@@ -446,8 +457,8 @@ public actor ListenStream {
     /// (or, with `hold`, `release`) ends it, then the answer. A newer turn supersedes it.
     public func pushTurn(number: Int, hold: Bool) async -> ControlResult {
         ear = (number, Endpointer(settings: settings.endpointing))
-        await perform(machine.handle(.request(number: number, hold: hold, offline: lastProblem)))
-        return await withCheckedContinuation { results.wait(for: number, $0) }
+        driver.send(.request(number: number, hold: hold, offline: lastProblem))
+        return await driver.result(of: number)
     }
 
     /// The holder of push turn `number` let go: what was heard so far is sent.
@@ -455,11 +466,9 @@ public actor ListenStream {
         await event(.release(number: number))
     }
 
-    /// Cancels the push turn under way: `cancel` goes up (or its reply stops); false when there is none.
-    public func cancelTurn() async -> Bool {
-        guard let number = machine.turn?.number else { return false }
+    /// Cancels push turn `number` if it is still under way: `cancel` goes up (or its reply stops).
+    public func cancel(_ number: Int) async {
         await event(.cancel(number: number))
-        return true
     }
 
     /// Ends the push turn under way with `shutting_down`, and refuses new ones.
@@ -483,7 +492,7 @@ public actor ListenStream {
     /// a question the server was still hearing is dropped by reopening the socket, so the server
     /// never answers half of it after `unmute`.
     public func setMuted(_ muted: Bool) async {
-        await perform(machine.handle(muted ? .mute : .unmute))
+        await event(muted ? .mute : .unmute)
     }
 
     /// The pin in use changed (another server, a move, a new key or token place): the socket is
@@ -541,17 +550,17 @@ public actor ListenStream {
                     }
                 }
             } catch {
-                await microphoneFailed(error)
+                microphoneFailed(error)
                 return
             }
         }
     }
 
-    private func microphoneFailed(_ error: ALSAError) async {
+    private func microphoneFailed(_ error: ALSAError) {
         microphone = nil
         sink = nil
-        await perform(machine.handle(.microphoneFailed(
-            message: "The microphone \(error.device) failed while listening: \(error.reason).")))
+        // Sent, not applied: this is also an action's (opening the microphone), which cannot wait for the next event.
+        driver.send(.microphoneFailed(message: "The microphone \(error.device) failed while listening: \(error.reason)."))
         // AudioCapture reports the microphone's health; in wake mode try again with back-off.
         guard settings.mode == .wake, !microphoneRetrying else { return }
         microphoneRetrying = true
@@ -573,7 +582,7 @@ public actor ListenStream {
         switch chunk {
         case .samples(let value): samples = value
         case .failed(let error):
-            await microphoneFailed(error)
+            microphoneFailed(error)
             return
         }
         switch machine.periodRoute {
@@ -590,9 +599,11 @@ public actor ListenStream {
             decidedAt = MonotonicClock.nanoseconds()
             ear = current
             if let block = batcher.add(samples) { connection?.sendBinary(block) }
-            await perform(machine.handle(.period(samples: samples.count, decision: decision)))
+            await driver.apply(.period(samples: samples.count, decision: decision))
         }
     }
 
     public func ping() -> Bool { true }
 }
+
+extension ListenStream: TurnEffects {}

@@ -1,6 +1,7 @@
-// The results of turns, each handed to the one caller waiting for it. A turn
-// can end before its caller has started to wait (refused at once, or cancelled
-// while the microphone opened), so a result given first is kept until taken.
+// The results of push turns (TurnDriver gives them), each handed to the one
+// caller waiting for it. A turn can end before its caller has started to wait
+// (refused at once, or cancelled while the microphone opened), so a result
+// given first is kept until taken.
 
 import SatelliteCore
 
