@@ -42,7 +42,10 @@ final class TurnDriver<Effects: TurnEffects> {
     private var queue: [Entry] = []
     /// The loop, waiting for an event.
     private var waiting: CheckedContinuation<Void, Never>?
+    /// `finish` was called: the loop ends once the queue is empty.
     private var finished = false
+    /// The loop has ended: nothing more is applied.
+    private var ended = false
     private var results = TurnResults()
 
     init(_ machine: TurnMachine) {
@@ -54,7 +57,7 @@ final class TurnDriver<Effects: TurnEffects> {
         enqueue(Entry(event: event, audio: audio, done: nil))
     }
 
-    /// Queues `event` and returns once its actions have been carried out (at once after `finish`).
+    /// Queues `event` and returns once its actions have been carried out (at once after `run` has ended).
     /// Never from an action: it would wait for itself.
     func apply(_ event: TurnEvent, audio: PCMAudio? = nil, isolation: isolated (any Actor)? = #isolation) async {
         await withCheckedContinuation { done in enqueue(Entry(event: event, audio: audio, done: done)) }
@@ -65,7 +68,7 @@ final class TurnDriver<Effects: TurnEffects> {
         await withCheckedContinuation { results.wait(for: number, $0) }
     }
 
-    /// No more events are taken: `run` returns once those queued have been carried out.
+    /// `run` returns once nothing is queued: the events sent until then (by the actions too) are still carried out.
     func finish() {
         finished = true
         wake()
@@ -77,7 +80,10 @@ final class TurnDriver<Effects: TurnEffects> {
     func run(_ effects: isolated Effects) async {
         while true {
             guard !queue.isEmpty else {
-                if finished { return }
+                if finished {
+                    ended = true
+                    return
+                }
                 await withCheckedContinuation { waiting = $0 }
                 continue
             }
@@ -94,7 +100,7 @@ final class TurnDriver<Effects: TurnEffects> {
     }
 
     private func enqueue(_ entry: Entry) {
-        guard !finished else {
+        guard !ended else {
             entry.done?.resume()
             return
         }
