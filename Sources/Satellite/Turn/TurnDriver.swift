@@ -60,6 +60,7 @@ final class TurnDriver<Effects: TurnEffects> {
     /// Queues `event` and returns once its actions have been carried out (at once after `run` has ended).
     /// Never from an action: it would wait for itself.
     func apply(_ event: TurnEvent, audio: PCMAudio? = nil, isolation: isolated (any Actor)? = #isolation) async {
+        assert(!CarryingOut.action, "An action applied an event and would wait for itself: it sends it.")
         await withCheckedContinuation { done in enqueue(Entry(event: event, audio: audio, done: done)) }
     }
 
@@ -92,7 +93,7 @@ final class TurnDriver<Effects: TurnEffects> {
             effects.moved()
             for action in actions {
                 if case .finish(let number, let result) = action { results.give(number, result) }
-                await effects.perform(action, audio: entry.audio)
+                await CarryingOut.$action.withValue(true) { await effects.perform(action, audio: entry.audio) }
             }
             effects.settled()
             entry.done?.resume()
@@ -112,4 +113,9 @@ final class TurnDriver<Effects: TurnEffects> {
         waiting?.resume()
         waiting = nil
     }
+}
+
+/// Set while the driver carries an action out, so that `apply` from there is caught.
+private enum CarryingOut {
+    @TaskLocal static var action = false
 }

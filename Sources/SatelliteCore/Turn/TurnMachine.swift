@@ -2,7 +2,8 @@
 // carry it: ListenStream (the stream transport: the /listen socket) and
 // Conversation (the record transport: a WAV to /voice). Each turns what the
 // socket or the request, the microphone, the speaker and the timer report into
-// events, and carries the actions out in the order given. The stage is idle,
+// events, and carries the actions out in the order given, one event's to their
+// end before the next event is applied (TurnDriver). The stage is idle,
 // listening (a push turn's capture, or the server's own listening in wake
 // mode), thinking or speaking (the answer, or the satellite's own notice when
 // the house cannot be reached).
