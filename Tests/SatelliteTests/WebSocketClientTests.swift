@@ -273,48 +273,27 @@ struct WebSocketClientTests {
         #expect(await events.next() == .closed(code: 1000, reason: ""))
     }
 
-    @Test("a server faster than the consumer is read no further than maxUntakenBytes ahead, and nothing is lost: many empty messages")
-    func backPressure() async throws {
-        let peer = try await RawPeer.start(mode: "burst")
-        defer { peer.stop() }
-        let client = WebSocketClient.connect(url: "ws://127.0.0.1:\(peer.port)/", headers: [:], maxMessage: 16 << 10)
-        var events = Events(client)
-        #expect(await events.next() == .open)
-        // The consumer falls behind on purpose: this pause is what is tested, not a wait for something.
-        try await Task.sleep(for: .seconds(1))
-        var binaries = 0
-        while case .binary(let data)? = await events.next() {
-            #expect(data.isEmpty)
-            binaries += 1
-            if binaries == 40000 { break }
-        }
-        #expect(binaries == 40000)
-        #expect(await events.next() == .text("last"))
-        #expect(await events.next() == .closed(code: 1000, reason: ""))
-        // Without the bound one 64 KiB read alone would have held 32,768 events.
-        #expect(client.untakenPeak <= WebSocketClient.maxUntakenBytes + 64, "\(client.untakenPeak) bytes untaken at once")
-    }
-
-    @Test("a server faster than the consumer is read no further than maxUntakenBytes and one message ahead: large messages")
-    func backPressureInBytes() async throws {
-        let peer = try await RawPeer.start(mode: "bigburst")
+    @Test("a server faster than the consumer is read no further than maxUntakenBytes and one message ahead, and nothing is lost",
+          arguments: [("burst", 40000, 0), ("bigburst", 40, 512 << 10)])
+    func backPressure(mode: String, messages: Int, size: Int) async throws {
+        let peer = try await RawPeer.start(mode: mode)
         defer { peer.stop() }
         let client = WebSocketClient.connect(url: "ws://127.0.0.1:\(peer.port)/", headers: [:], maxMessage: 1 << 20)
         var events = Events(client)
         #expect(await events.next() == .open)
         // The consumer falls behind on purpose: this pause is what is tested, not a wait for something.
         try await Task.sleep(for: .seconds(1))
-        for index in 0..<40 {
-            guard case .binary(let data)? = await events.next() else {
-                Issue.record("message \(index) did not come")
-                return
-            }
-            #expect(data.count == 512 << 10 && data.first == UInt8(index))
+        var taken = 0
+        while taken < messages, case .binary(let data)? = await events.next() {
+            #expect(data.count == size && data.allSatisfy { $0 == UInt8(taken % 256) })
+            taken += 1
         }
+        #expect(taken == messages)
         #expect(await events.next() == .text("last"))
         #expect(await events.next() == .closed(code: 1000, reason: ""))
-        // Counted in messages, 40 of 512 KiB (20 MiB) would have been held at once.
-        #expect(client.untakenPeak <= WebSocketClient.maxUntakenBytes + (512 << 10) + 64, "\(client.untakenPeak) bytes untaken at once")
+        // Without a bound one 64 KiB read alone would have held 32,768 empty messages; counted in
+        // messages rather than bytes, 40 of 512 KiB (20 MiB) would have been held at once.
+        #expect(client.untakenPeak <= WebSocketClient.maxUntakenBytes + size + 64, "\(client.untakenPeak) bytes untaken at once")
     }
 
     @Test("on the server's close the client answers with its code and waits for the server to end TCP (RFC 6455, 7.1.1)")
@@ -329,6 +308,21 @@ struct WebSocketClientTests {
         // The side that ends TCP first holds TIME_WAIT; the peer only ends it once the client's close came back.
         #expect(await TimeWait.holder(port: peer.port) == .server)
         #expect(await peer.said() == "close 4001")
+    }
+
+    @Test("our close goes with 1000 after what was queued, and waits for the server's close and its end of TCP")
+    func ourCloseAnswered() async throws {
+        let peer = try await RawPeer.start(mode: "answerclose")
+        defer { peer.stop() }
+        let client = WebSocketClient.connect(url: "ws://127.0.0.1:\(peer.port)/", headers: [:], maxMessage: 16 << 10)
+        var events = Events(client)
+        #expect(await events.next() == .open)
+        #expect(await events.next() == .text("hello"))
+        client.close()
+        #expect(await events.next() == .closed(code: 1000, reason: "closed by this side"))
+        #expect(await events.next() == nil)
+        #expect(await peer.said() == "close 1000")
+        #expect(await TimeWait.holder(port: peer.port) == .server)
     }
 
     @Test("what no server may send closes the connection: a close code reserved for this side, text that is not UTF-8; an unasked-for extension fails the handshake",
@@ -581,8 +575,17 @@ async def serve(reader, writer):
         print("close %d" % struct.unpack("!H", data[:2])[0] if data and len(data) >= 2 else "close none", flush=True)
         writer.close()
         return
+    if sys.argv[1] == "answerclose":
+        writer.write(frame(1, b"hello"))
+        await writer.drain()
+        data = await until_closed(reader)
+        print("close %d" % struct.unpack("!H", data[:2])[0] if data and len(data) >= 2 else "close none", flush=True)
+        writer.write(frame(8, data or b""))
+        await writer.drain()
+        writer.close()
+        return
     if sys.argv[1] == "bigburst":
-        writer.write(b"".join(frame(2, bytes([i]) * (512 << 10)) for i in range(40)) + frame(1, b"last")
+        writer.write(b"".join(frame(2, bytes([i % 256]) * (512 << 10)) for i in range(40)) + frame(1, b"last")
                      + frame(8, struct.pack("!H", 1000)))
         await writer.drain()
         await until_closed(reader)
@@ -648,8 +651,8 @@ asyncio.run(main())
     /// messages; `ping` pings, says what came back, then sends a masked frame; `flood` sends 20,000 pings
     /// at once and says how many pongs came back; `badclose` closes with 1006, which no peer may send;
     /// `badtext` sends text that is not UTF-8; `extension` answers with an extension nobody asked for;
-    /// `burst` sends 40,000 empty messages at once, `bigburst` 40 of 512 KiB; `closefirst` closes with 4001
-    /// and says which code came back (`said`). After its close, or the client's, it ends TCP once the client's close came.
+    /// `burst` sends 40,000 empty messages at once, `bigburst` 40 of 512 KiB (the nth all n % 256); `closefirst` closes with 4001
+    /// and says which code came back (`said`); `answerclose` waits for the client's close, says its code and answers it. After its close, or the client's, it ends TCP once the client's close came.
     static func start(certificate: String? = nil, key: String? = nil, mode: String = "fragments") async throws -> RawPeer {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Package.python)
