@@ -571,10 +571,9 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         phase = .finished
         connection?.close(clean: clean && opened)
         connection = nil
-        if case .success(let plan) = plan, let context = plan.tls {
-            ClientConnection.free(context: context)
-            self.plan = .failure(WebSocketError(function: "connect", detail: "finished"))
-        }
+        // The plan goes too: its request holds the token.
+        if case .success(let plan) = plan, let context = plan.tls { ClientConnection.free(context: context) }
+        plan = .failure(WebSocketError(function: "connect", detail: "finished"))
         out = []
         outHead = 0
         outAt = 0
