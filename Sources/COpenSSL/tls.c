@@ -25,6 +25,8 @@ typedef struct {
     __typeof__(&SSL_set_connect_state) SSL_set_connect_state;
     __typeof__(&SSL_set_fd) SSL_set_fd;
     __typeof__(&SSL_set1_host) SSL_set1_host;
+    __typeof__(&SSL_get0_param) SSL_get0_param;
+    __typeof__(&X509_VERIFY_PARAM_set_hostflags) X509_VERIFY_PARAM_set_hostflags;
     __typeof__(&SSL_connect) SSL_connect;
     __typeof__(&SSL_get_error) SSL_get_error;
     __typeof__(&SSL_get_verify_result) SSL_get_verify_result;
@@ -81,6 +83,8 @@ static void parlour_tls_load(void) {
     PARLOUR_TLS_FIND(ssl, SSL_set_connect_state)
     PARLOUR_TLS_FIND(ssl, SSL_set_fd)
     PARLOUR_TLS_FIND(ssl, SSL_set1_host)
+    PARLOUR_TLS_FIND(ssl, SSL_get0_param)
+    PARLOUR_TLS_FIND(crypto, X509_VERIFY_PARAM_set_hostflags)
     PARLOUR_TLS_FIND(ssl, SSL_connect)
     PARLOUR_TLS_FIND(ssl, SSL_get_error)
     PARLOUR_TLS_FIND(ssl, SSL_get_verify_result)
@@ -134,7 +138,15 @@ int tls_SSL_set_server_name(SSL *s, const char *name) {
 void tls_SSL_allow_partial_writes(SSL *s) {
     PARLOUR_TLS->SSL_ctrl(s, SSL_CTRL_MODE, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER, NULL);
 }
-int tls_SSL_set1_host(SSL *s, const char *host) { return PARLOUR_TLS->SSL_set1_host(s, host); }
+/// The certificate must name `host` in its subjectAltName, never only in the subject's CN (which
+/// OpenSSL falls back to by default), and a wildcard stands for a whole label only: `*.example.com`,
+/// never `f*.example.com`. An address is matched against the subjectAltName's addresses.
+int tls_SSL_check_host(SSL *s, const char *host) {
+    if (PARLOUR_TLS->SSL_set1_host(s, host) != 1) return 0;
+    PARLOUR_TLS->X509_VERIFY_PARAM_set_hostflags(PARLOUR_TLS->SSL_get0_param(s),
+        X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS | X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
+    return 1;
+}
 int tls_SSL_connect(SSL *s) { return PARLOUR_TLS->SSL_connect(s); }
 int tls_SSL_get_error(const SSL *s, int result) { return PARLOUR_TLS->SSL_get_error(s, result); }
 long tls_SSL_get_verify_result(const SSL *s) { return PARLOUR_TLS->SSL_get_verify_result(s); }

@@ -273,26 +273,56 @@ struct WebSocketClientTests {
         #expect(await events.next() == .closed(code: 1000, reason: ""))
     }
 
-    @Test("a server faster than the consumer is read no further than 64 events ahead, and nothing is lost")
-    func backPressure() async throws {
-        let peer = try await RawPeer.start(mode: "burst")
+    @Test("a server faster than the consumer is read no further than maxUntakenBytes and one message ahead, and nothing is lost",
+          arguments: [("burst", 40000, 0), ("bigburst", 40, 512 << 10)])
+    func backPressure(mode: String, messages: Int, size: Int) async throws {
+        let peer = try await RawPeer.start(mode: mode)
         defer { peer.stop() }
-        let client = WebSocketClient.connect(url: "ws://127.0.0.1:\(peer.port)/", headers: [:], maxMessage: 16 << 10)
+        let client = WebSocketClient.connect(url: "ws://127.0.0.1:\(peer.port)/", headers: [:], maxMessage: 1 << 20)
         var events = Events(client)
         #expect(await events.next() == .open)
         // The consumer falls behind on purpose: this pause is what is tested, not a wait for something.
         try await Task.sleep(for: .seconds(1))
-        var binaries = 0
-        while case .binary(let data)? = await events.next() {
-            #expect(data.isEmpty)
-            binaries += 1
-            if binaries == 40000 { break }
+        var taken = 0
+        while taken < messages, case .binary(let data)? = await events.next() {
+            #expect(data.count == size && data.allSatisfy { $0 == UInt8(taken % 256) })
+            taken += 1
         }
-        #expect(binaries == 40000)
+        #expect(taken == messages)
         #expect(await events.next() == .text("last"))
         #expect(await events.next() == .closed(code: 1000, reason: ""))
-        // Without the bound one 64 KiB read alone would have held 32,768.
-        #expect(client.untakenPeak <= WebSocketClient.maxUntaken + 1, "\(client.untakenPeak) events untaken at once")
+        // Without a bound one 64 KiB read alone would have held 32,768 empty messages; counted in
+        // messages rather than bytes, 40 of 512 KiB (20 MiB) would have been held at once.
+        #expect(client.untakenPeak <= WebSocketClient.maxUntakenBytes + size + 64, "\(client.untakenPeak) bytes untaken at once")
+    }
+
+    @Test("on the server's close the client answers with its code and waits for the server to end TCP (RFC 6455, 7.1.1)")
+    func serverEndsTCPFirst() async throws {
+        let peer = try await RawPeer.start(mode: "closefirst")
+        defer { peer.stop() }
+        var events = Events(WebSocketClient.connect(url: "ws://127.0.0.1:\(peer.port)/", headers: [:], maxMessage: 16 << 10))
+        #expect(await events.next() == .open)
+        #expect(await events.next() == .text("hello"))
+        #expect(await events.next() == .closed(code: 4001, reason: "going"))
+        #expect(await events.next() == nil)
+        // The side that ends TCP first holds TIME_WAIT; the peer only ends it once the client's close came back.
+        #expect(await TimeWait.holder(port: peer.port) == .server)
+        #expect(await peer.said() == "close 4001")
+    }
+
+    @Test("our close goes with 1000 after what was queued, and waits for the server's close and its end of TCP")
+    func ourCloseAnswered() async throws {
+        let peer = try await RawPeer.start(mode: "answerclose")
+        defer { peer.stop() }
+        let client = WebSocketClient.connect(url: "ws://127.0.0.1:\(peer.port)/", headers: [:], maxMessage: 16 << 10)
+        var events = Events(client)
+        #expect(await events.next() == .open)
+        #expect(await events.next() == .text("hello"))
+        client.close()
+        #expect(await events.next() == .closed(code: 1000, reason: "closed by this side"))
+        #expect(await events.next() == nil)
+        #expect(await peer.said() == "close 1000")
+        #expect(await TimeWait.holder(port: peer.port) == .server)
     }
 
     @Test("what no server may send closes the connection: a close code reserved for this side, text that is not UTF-8; an unasked-for extension fails the handshake",
@@ -353,7 +383,7 @@ struct WebSocketClientTests {
         #expect(error.message.contains(shown))
     }
 
-    @Test("wss checks the server's certificate against the system CA store")
+    @Test("wss checks the server's certificate against the system CA store, and the host's name in its subjectAltName only, a wildcard standing for a whole label")
     func tls() async throws {
         let dir = try Package.temporaryDirectory("wss")
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -372,14 +402,42 @@ struct WebSocketClientTests {
             return
         }
 
-        // The same certificate, made part of the store OpenSSL reads by default: accepted.
-        // Replaced in place and put back, never unset: TestEnvironment says why.
+        // The test server's certificates for names, each its own authority; with the first, the store.
+        let names: [(subjectAltName: String?, accepted: Bool)] = [
+            ("DNS:foo.parlour.test", true),
+            ("DNS:*.parlour.test", true),
+            // OpenSSL's defaults accept both of these.
+            ("DNS:f*.parlour.test", false),
+            (nil, false),
+        ]
+        let certificates = try names.map { try TestCertificate.make(name: "foo.parlour.test", subjectAltName: $0.subjectAltName) }
+        let store = dir.appendingPathComponent("store.pem")
+        try ([cert] + certificates.map(\.certificate)).map { try String(contentsOfFile: $0, encoding: .utf8) }.joined()
+            .write(to: store, atomically: true, encoding: .utf8)
+
+        // The store OpenSSL reads by default, replaced in place and put back, never unset: TestEnvironment says why.
         let before = String(cString: getenv("SSL_CERT_FILE"))
-        setenv("SSL_CERT_FILE", cert, 1)
+        setenv("SSL_CERT_FILE", store.path, 1)
         defer { setenv("SSL_CERT_FILE", before, 1) }
         var trusted = Events(WebSocketClient.connect(url: url, headers: [:], maxMessage: Self.maxBinary))
         #expect(await trusted.next() == .open)
         #expect(await trusted.next() == .text("hello, world"))
+
+        for (index, certificate) in certificates.enumerated() {
+            let server = try await TestServer.start(tls: certificate)
+            defer { server.stop() }
+            let url = try ListenURL.build(server: "https://foo.parlour.test:\(server.port)", client: "kitchen", room: "Kitchen", mode: .push)
+            var events = Events(WebSocketClient.connect(url: url, headers: ["Authorization": "Bearer \(server.token)"],
+                                                        maxMessage: Self.maxBinary, addresses: [server.host]))
+            let first = await events.next()
+            if names[index].accepted {
+                #expect(first == .open, "\(names[index].subjectAltName ?? "no subjectAltName")")
+            } else {
+                #expect(first == .failed(reason: "tls: the server's certificate is not trusted: hostname mismatch"),
+                        "\(names[index].subjectAltName ?? "no subjectAltName")")
+                #expect(try await server.requests().isEmpty, "the request went to a server whose certificate names another host")
+            }
+        }
     }
 
     // MARK: Helpers
@@ -394,6 +452,28 @@ struct WebSocketClientTests {
             withUnsafeBytes(of: sample.littleEndian) { data.append(contentsOf: $0) }
         }
         return data
+    }
+}
+
+/// Who holds a connection's TIME_WAIT once it is gone: the side that ended TCP first (RFC 9293, 3.6).
+enum TimeWait: Equatable {
+    case server, client
+
+    /// Waits for the TIME_WAIT of the one IPv4 loopback connection to or from `port`, in /proc/net/tcp:
+    /// the kernel reports no event for it, so the table is read again every 10 ms until it shows.
+    static func holder(port: Int) async -> TimeWait? {
+        let hex = String(format: ":%04X", port)
+        while !Task.isCancelled {
+            let table = (try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8)) ?? ""
+            for row in table.split(separator: "\n").dropFirst() {
+                let fields = row.split(separator: " ")
+                guard fields.count > 3, fields[3] == "06" else { continue }
+                if fields[1].hasSuffix(hex) { return .server }
+                if fields[2].hasSuffix(hex) { return .client }
+            }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return nil
     }
 }
 
@@ -464,10 +544,16 @@ async def read_frame(reader):
     return head[0] & 0x0f, bytes(b ^ key[i % 4] for i, b in enumerate(payload))
 
 async def until_closed(reader):
-    # Until the client hangs up: a peer that closed first would answer the client's next ping with a
-    # reset, and a reset throws away what the client had not read yet.
-    while await reader.read(1 << 16):
-        pass
+    # Until the client's close frame (or its hang-up): then the server ends TCP first (RFC 6455, 7.1.1).
+    # One that ended it sooner would answer the client's next ping with a reset, and a reset throws
+    # away what the client had not read yet.
+    try:
+        while True:
+            opcode, data = await read_frame(reader)
+            if opcode == 8:
+                return data
+    except (asyncio.IncompleteReadError, ConnectionError):
+        return None
 
 async def serve(reader, writer):
     request = await reader.readuntil(b"\r\n\r\n")
@@ -478,6 +564,29 @@ async def serve(reader, writer):
                  + b"Sec-WebSocket-Accept: " + accept + b"\r\n\r\n")
     if sys.argv[1] in ("badclose", "badtext"):
         writer.write(frame(8, struct.pack("!H", 1006)) if sys.argv[1] == "badclose" else frame(1, b"\xff\xfe"))
+        await writer.drain()
+        await until_closed(reader)
+        writer.close()
+        return
+    if sys.argv[1] == "closefirst":
+        writer.write(frame(1, b"hello") + frame(8, struct.pack("!H", 4001) + b"go\ning"))
+        await writer.drain()
+        data = await until_closed(reader)
+        print("close %d" % struct.unpack("!H", data[:2])[0] if data and len(data) >= 2 else "close none", flush=True)
+        writer.close()
+        return
+    if sys.argv[1] == "answerclose":
+        writer.write(frame(1, b"hello"))
+        await writer.drain()
+        data = await until_closed(reader)
+        print("close %d" % struct.unpack("!H", data[:2])[0] if data and len(data) >= 2 else "close none", flush=True)
+        writer.write(frame(8, data or b""))
+        await writer.drain()
+        writer.close()
+        return
+    if sys.argv[1] == "bigburst":
+        writer.write(b"".join(frame(2, bytes([i % 256]) * (512 << 10)) for i in range(40)) + frame(1, b"last")
+                     + frame(8, struct.pack("!H", 1000)))
         await writer.drain()
         await until_closed(reader)
         writer.close()
@@ -541,7 +650,9 @@ asyncio.run(main())
     /// What the peer does after the handshake: `fragments` (the default) sends fragmented and oversized
     /// messages; `ping` pings, says what came back, then sends a masked frame; `flood` sends 20,000 pings
     /// at once and says how many pongs came back; `badclose` closes with 1006, which no peer may send;
-    /// `badtext` sends text that is not UTF-8; `extension` answers with an extension nobody asked for.
+    /// `badtext` sends text that is not UTF-8; `extension` answers with an extension nobody asked for;
+    /// `burst` sends 40,000 empty messages at once, `bigburst` 40 of 512 KiB (the nth all n % 256); `closefirst` closes with 4001
+    /// and says which code came back (`said`); `answerclose` waits for the client's close, says its code and answers it. After its close, or the client's, it ends TCP once the client's close came.
     static func start(certificate: String? = nil, key: String? = nil, mode: String = "fragments") async throws -> RawPeer {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Package.python)
@@ -551,27 +662,34 @@ asyncio.run(main())
         try process.run()
         TestChildren.tie(process)
         let handle = out.fileHandleForReading
-        let port: Int = try await withCheckedThrowingContinuation { continuation in
-            Thread {
-                var line = ""
-                while !line.contains("\n") {
-                    let data = handle.availableData
-                    if data.isEmpty { break }
-                    line += String(decoding: data, as: UTF8.self)
-                }
-                guard line.hasPrefix("LISTENING "), let port = Int(line.dropFirst(10).trimmingCharacters(in: .whitespacesAndNewlines)) else {
-                    continuation.resume(throwing: TestFailure("the raw WebSocket peer did not start: \(line)"))
-                    return
-                }
-                continuation.resume(returning: port)
-            }.start()
+        let line = try await Self.line(from: handle)
+        guard line.hasPrefix("LISTENING "), let port = Int(line.dropFirst(10)) else {
+            throw TestFailure("the raw WebSocket peer did not start: \(line)")
         }
-        return RawPeer(port: port, process: process)
+        return RawPeer(port: port, process: process, output: handle)
     }
 
-    private init(port: Int, process: Process) {
+    private let output: FileHandle
+
+    private init(port: Int, process: Process, output: FileHandle) {
         self.port = port
         self.process = process
+        self.output = output
+    }
+
+    /// The next line the peer printed after it started listening.
+    func said() async -> String? { try? await Self.line(from: output) }
+
+    /// Reads one line, a byte at a time (what follows it stays in the pipe), on a thread of its own.
+    private static func line(from handle: FileHandle) async throws -> String {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                var line: [UInt8] = []
+                var byte: UInt8 = 0
+                while read(handle.fileDescriptor, &byte, 1) == 1 && byte != 10 { line.append(byte) }
+                continuation.resume(returning: String(decoding: line, as: UTF8.self))
+            }.start()
+        }
     }
 
     /// SIGKILL: a child spawned from a pool thread inherits its blocked SIGTERM. No wait:

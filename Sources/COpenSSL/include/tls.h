@@ -15,6 +15,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
+#include <openssl/x509v3.h>
 
 /// Opens OpenSSL, once for the process; NULL when it is ready, else why not. Call before any `tls_` function.
 const char *parlour_tls_open(void);
@@ -37,7 +38,8 @@ int tls_SSL_set_fd(SSL *s, int fd);
 int tls_SSL_set_server_name(SSL *s, const char *name);
 /// SSL_write may write part of a buffer, and be called again with the rest from another address (a macro too).
 void tls_SSL_allow_partial_writes(SSL *s);
-int tls_SSL_set1_host(SSL *s, const char *host);
+/// The certificate must name `host` in its subjectAltName (never the subject's CN), with whole-label wildcards only.
+int tls_SSL_check_host(SSL *s, const char *host);
 int tls_SSL_connect(SSL *s);
 int tls_SSL_get_error(const SSL *s, int result);
 long tls_SSL_get_verify_result(const SSL *s);

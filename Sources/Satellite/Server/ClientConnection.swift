@@ -5,7 +5,7 @@
 // from its own poll (the audio thread, or HTTPLoop's). Easy to get wrong: a
 // pinned key is checked once TLS is up, before the owner writes a byte;
 // without a pin the certificate must be vouched for by the CA store and name
-// the host; nothing here blocks (the names were looked up, and the CA store
+// the host in its subjectAltName (tls_SSL_check_host); nothing here blocks (the names were looked up, and the CA store
 // loaded, before).
 import COpenSSL
 import Glibc
@@ -148,7 +148,7 @@ final class ClientConnection {
         // A check that could not be set up fails the connection rather than go unchecked.
         guard tls_SSL_set_fd(made, fd) == 1,
               security.hostIsAddress || tls_SSL_set_server_name(made, security.serverName) == 1,
-              !security.checkHost || tls_SSL_set1_host(made, security.serverName) == 1 else {
+              !security.checkHost || tls_SSL_check_host(made, security.serverName) == 1 else {
             return .failed(.tls("the connection could not be set up: \(Self.tlsError())"))
         }
         securing = true

@@ -2,54 +2,24 @@
 // stream, driven on the audio thread (AudioEngine) beside the PCMs: a period
 // the microphone gave is framed and written into the socket in the wake-up
 // that read it, so streaming costs one wake-up a period. Written here rather
-// than with libwebsockets: Debian's lws 4.1.6 is built without
-// LWS_WITH_EXTERNAL_POLL, so its loop needed a thread of its own, woken for
-// every message: 35 wake-ups a second streaming against 12.5 periods
-// (BENCHMARKS.md, "The socket on the audio thread", has the figures since).
-// What it does: connect (ClientConnection: TCP, and TLS for wss), the upgrade
-// request and its answer, frames both ways (WebSocketFrame builds and masks
-// ours), pings, and the close handshake.
+// than with libwebsockets, whose Debian build cannot run inside another
+// loop's poll, nor with libcurl, whose Debian build has no WebSocket.
+// This class is the I/O alone: connect (ClientConnection: TCP, and TLS for
+// wss), write what is queued, read what comes; the rules are pure pieces it
+// drives: WebSocketUpgrade (the request and the answer's check),
+// WebSocketDecoder (the server's frames), WebSocketFrame (ours, masked),
+// WebSocketKeepalive (when to ping, when the server is dead).
 // Easy to get wrong: nothing here may block the audio thread (the name look-up
 // and loading the CA store happen before, on the look-up thread); a redirect is
 // an answer, never followed (the token would go with it); a pinned wss key is
-// checked before a byte of the request is written; a message over its bound is
-// dropped as it comes, never held; a peer that floods is read a bounded amount
-// a wake-up, so the microphone never waits on it.
+// checked before a byte of the request is written; a peer that floods is read
+// a bounded amount a wake-up, so the microphone never waits on it, and nothing
+// is read while the consumer holds `maxUntakenBytes` untaken; the server
+// closes TCP first (RFC 6455, 7.1.1), within `closeWithin` of the closes.
 import COpenSSL
 import Glibc
 import SatelliteCore
 import Synchronization
-
-/// What happens on a connection, in order. `.closed`, `.failed` and `.dead` are the last event.
-public enum WebSocketEvent: Sendable, Equatable {
-    /// The handshake was accepted.
-    case open
-    case text(String)
-    case binary([UInt8])
-    /// A pong came back for a `ping()`. The keepalive pings' pongs are not events: nobody
-    /// waits on them, and each would wake the conversation's task for nothing.
-    case pong
-    /// A message over the bound arrived and was dropped as it came, never held whole.
-    /// Reported when its last byte has arrived; `bytes` is its whole size.
-    case oversized(WebSocketMessageKind, bytes: Int)
-    /// The connection closed after it opened. `code` is the peer's close code, 1000 when we
-    /// closed it, 1002 when the peer broke the protocol and we closed it, or 1006 when the
-    /// connection dropped without a close frame.
-    case closed(code: Int?, reason: String)
-    /// The connection never opened: no such host, nobody listening, or a handshake the
-    /// server refused (the only sign of a bad token on /listen).
-    case failed(reason: String)
-    /// The connection never opened, and asking the same way again is all that may be done:
-    /// the handshake was answered with a redirect (`server_refused`, never followed), or the
-    /// wss server showed another key than the pinned one (`server_key_changed`, nothing sent).
-    case refused(SatelliteError)
-    /// No sign of the peer for `WebSocketClient.deadAfter`, pings unanswered; the connection was dropped.
-    case dead(reason: String)
-}
-
-public enum WebSocketMessageKind: String, Sendable {
-    case text, binary
-}
 
 /// A WebSocket client connection.
 ///
@@ -60,7 +30,7 @@ public enum WebSocketMessageKind: String, Sendable {
 /// unless they are called on it (the microphone's sink), which then writes in the same wake-up.
 public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     /// What happens on the connection. Ends after the last event. Call `close()` when done with it:
-    /// a consumer that only stops iterating leaves the connection up, and unread (`maxUntaken`).
+    /// a consumer that only stops iterating leaves the connection up, and unread (`maxUntakenBytes`).
     public let events: WebSocketEvents
 
     /// How long a connection may go without a sign of the peer before it counts as dead: 10 s (a test may set it smaller, TestBounds).
@@ -74,21 +44,20 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     public static let maxQueuedBytes = 1 << 20
     /// How long connecting, TLS and the upgrade may take together.
     static let openWithin: Duration = .seconds(10)
-    /// How long our close waits for the peer's.
+    /// How long a close waits, from the first close frame, for the other close and then for the server to end TCP.
     static let closeWithin: Duration = .seconds(2)
-    /// The most bytes an answer to the upgrade may have.
-    static let maxAnswerBytes = 16384
     /// The most bytes read in one wake-up: a peer that floods cannot keep the microphone waiting.
     static let maxReadPerWake = 256 << 10
-    /// The most events not yet taken by the consumer: past it nothing more is read until it
-    /// catches up, so a peer sending faster than the conversation takes it holds no more memory.
-    static let maxUntaken = 64
+    /// The most bytes of events yielded and not yet taken before reading stops until the consumer
+    /// catches up. Past it one more message may come (reading stops after it, never inside it), so a
+    /// stalled consumer holds at most this, one message (at most its bound, 8 MiB on /listen) and
+    /// one wake-up's reads. A healthy consumer takes each event as it comes; 1 MiB holds a few
+    /// hundred of the conversation's text messages, or a second WAV reply behind the first.
+    public static let maxUntakenBytes = 1 << 20
     private let continuation: AsyncStream<WebSocketEvent>.Continuation
     private let url: String
     /// The wss server's pinned public key (`sha256/<base64>`), checked once TLS is up.
     private let pinnedKey: String?
-    private let maxText: Int
-    private let maxBinary: Int
     private let engine = AudioEngine.shared
     private let shared = Mutex(Shared())
     private let untaken: UntakenEvents
@@ -112,36 +81,30 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         var tls: OpaquePointer?
         /// Whether the host is an address (no SNI then).
         var hostIsAddress: Bool
+        var upgrade: WebSocketUpgrade
     }
 
-    /// `connecting` takes in TCP and TLS (ClientConnection).
+    /// `connecting` takes in TCP and TLS (ClientConnection); `closing` runs from the first close
+    /// frame, either side's, until the server ends TCP (or `closeWithin` passes).
     private enum Phase { case waiting, connecting, upgrading, open, closing, finished }
-
-    /// One incoming message being put together from its frames.
-    private struct Assembly {
-        let kind: WebSocketMessageKind
-        var bytes = 0
-        var data: [UInt8] = []
-        var dropping = false
-    }
 
     // The audio thread's (and `prepare`'s, before it hands over).
     private var plan: Result<Plan, WebSocketError>
     private var phase = Phase.waiting
     private var connection: ClientConnection?
-    private var acceptKey = ""
     /// Frames to write (the request first), from `out[outHead]`'s byte `outAt` on: a frame a
     /// send() each, as a tracer of the socket counts them (scripts/bench-preload.c).
     private var out: [[UInt8]] = []
     private var outHead = 0
     private var outAt = 0
-    /// Bytes read and not yet taken apart.
-    private var input: [UInt8] = []
+    /// The answer to the upgrade, until its head is all in.
+    private var answer: [UInt8] = []
+    private var decoder: WebSocketDecoder
     private var scratch = [UInt8](repeating: 0, count: 65536)
     /// More may be waiting to be read: serviced again at once rather than after a poll.
     private var readMore = false
-    /// Reading stopped because the consumer was behind: read (and parse what is in `input`) as
-    /// soon as it catches up, whatever poll says, before the peer's silence is judged.
+    /// Taking frames apart stopped because the consumer was behind: go on (and read) as soon
+    /// as it catches up, whatever poll says, before the peer's silence is judged.
     private var readsPaused = false
     /// Whether the upgrade was accepted: only then is a TLS close notify sent.
     private var opened = false
@@ -149,24 +112,15 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     private var pongQueued = false
     private var openBy: UInt64 = 0
     private var closeBy: UInt64 = 0
-    private var lastProof: UInt64 = 0
-    private var nextPing: UInt64 = 0
-    /// When the first ping since the peer last sent anything went; nil while none is unanswered.
-    private var pingSentAt: UInt64?
+    /// What `.closed` will say once the server ends TCP: the peer's close, or ours.
+    private var closeReport: (code: Int, reason: String)?
+    private var keepalive = WebSocketKeepalive(heardAt: 0, pingAfter: 0, deadAfter: 0)
     /// When the socket was last read for a pong awaited on the periods (or the ping went).
     private var pongReadAt: UInt64 = 0
     /// A `ping()` is unanswered: its pong is an event (a keepalive's, or one nobody asked for, is not).
     private var awaitingPong = false
     /// The peer's ping waiting to be answered: one at most, the latest (RFC 6455, 5.5.3).
     private var pongDue: [UInt8]?
-    /// The peer's close, once it came: its code and reason stand whatever happens after.
-    private var peerClose: (code: Int, reason: String)?
-    /// Where the search for the end of the answer's head goes on from.
-    private var headSearchedTo = 0
-    private var message: Assembly?
-    /// What is left of the data frame being read, and whether it is its message's last.
-    private var payloadLeft = 0
-    private var payloadFinal = false
 
     /// Opens a connection to a `ws://` or `wss://` URL (wss checks the server's certificate
     /// against the system's CA store). `headers` go on the upgrade request, for example
@@ -186,12 +140,11 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         pinnedKey = key
         let (stream, continuation) = AsyncStream.makeStream(of: WebSocketEvent.self, bufferingPolicy: .unbounded)
         self.continuation = continuation
-        let untaken = UntakenEvents(limit: Self.maxUntaken, engine: AudioEngine.shared)
+        let untaken = UntakenEvents(limit: Self.maxUntakenBytes, engine: AudioEngine.shared)
         self.untaken = untaken
-        events = WebSocketEvents(stream: stream, taken: untaken.taken)
+        events = WebSocketEvents(stream: stream, untaken: untaken)
         self.url = url
-        self.maxText = maxText
-        self.maxBinary = maxMessage
+        decoder = WebSocketDecoder(maxText: maxText, maxBinary: maxMessage)
         plan = .failure(WebSocketError(function: "connect", detail: "not prepared"))
         continuation.onTermination = { [weak self] _ in self?.close() }
     }
@@ -219,7 +172,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     }
 
     /// Closes the connection with 1000, after writing what was already queued; the events end
-    /// with `.closed`. Nothing can be queued after it.
+    /// with `.closed` once the server answered and ended TCP (or `closeWithin` passed). Nothing can be queued after it.
     public func close() {
         change { $0.wantClose = true }
     }
@@ -266,19 +219,14 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             }
             // A pin over plain ws:// would vouch for nothing, and the token would go in the clear.
             if pinnedKey != nil && !target.secure { throw .badURL("a pinned key needs wss://") }
-            var request = "GET \(target.pathAndQuery) HTTP/1.1\r\nHost: \(target.hostHeader)\r\n"
-                + "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
-            var nonce = [UInt8](repeating: 0, count: 16)
-            for index in nonce.indices { nonce[index] = .random(in: .min ... .max) }
-            let key = Base64.encode(nonce)
-            request += "Sec-WebSocket-Key: \(key)\r\n"
-            do throws(HTTPHead.BadHeader) {
-                request += try HTTPHead.lines(headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }) + "\r\n"
+            let upgrade: WebSocketUpgrade
+            do throws(WebSocketUpgrade.BadHeader) {
+                upgrade = try WebSocketUpgrade(pathAndQuery: target.pathAndQuery, host: target.hostHeader,
+                                               headers: headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) },
+                                               nonce: (0..<16).map { _ in .random(in: .min ... .max) })
             } catch {
                 throw WebSocketError(function: "headers", detail: error.reason)
             }
-            out = [Array(request.utf8)]
-            acceptKey = Self.accept(key)
             let found = pinned.isEmpty ? NameLookup.resolve(target.name, port: target.port, numeric: false)
                 : pinned.flatMap { NameLookup.resolve($0, port: target.port, numeric: true) }
             guard !found.isEmpty else {
@@ -293,15 +241,14 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
                 }
             }
             return Plan(target: target, addresses: found, tls: tls,
-                        hostIsAddress: !NameLookup.resolve(target.name, port: target.port, numeric: true).isEmpty)
+                        hostIsAddress: !NameLookup.resolve(target.name, port: target.port, numeric: true).isEmpty,
+                        upgrade: upgrade)
         }
-        shared.withLock { $0.unwritten += out.first?.count ?? 0 }
+        if case .success(let plan) = plan {
+            out = [plan.upgrade.request]
+            shared.withLock { $0.unwritten += plan.upgrade.request.count }
+        }
         engine.attach(socket: self)
-    }
-
-    /// The Sec-WebSocket-Accept a server must answer `key` with (RFC 6455, 4.2.2).
-    private static func accept(_ key: String) -> String {
-        Base64.encode(SHA1.digest(Array((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8)))
     }
 
     // MARK: The audio thread
@@ -319,7 +266,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             }
             // Not read while the consumer is behind (it wakes the thread as it catches up); nor polled
             // at all then unless something is to be written, or a hang-up would be reported at once, again and again.
-            if untaken.full && !connection.writeWaitsOnRead {
+            if consumerBehind && !connection.writeWaitsOnRead {
                 return events & Int16(POLLOUT) != 0 ? pollfd(fd: connection.fd, events: Int16(POLLOUT), revents: 0) : nil
             }
             return pollfd(fd: connection.fd, events: events, revents: 0)
@@ -336,11 +283,11 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             // A keepalive ping can go a period late: it goes in a period's wake-up, and only a
             // microphone that stopped waking the thread leaves it to this deadline. So does the read
             // of its pong, which a stalled microphone would otherwise leave to the next ping.
-            let ping = periodic ? nextPing + Self.periodSlack : nextPing
+            let ping = periodic ? keepalive.nextPing + Self.periodSlack : keepalive.nextPing
             if untaken.full { return ping }
             let pong = awaitsPongOnPeriods(periodic) ? pongReadAt + Self.periodSlack : UInt64.max
-            return readMore ? 0 : min(ping, pong, deadAt ?? .max)
-        case .closing: return readMore && !untaken.full ? 0 : closeBy
+            return readMore ? 0 : min(ping, pong, keepalive.deadAt ?? .max)
+        case .closing: return readMore ? 0 : closeBy
         }
     }
 
@@ -356,10 +303,10 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         if phase == .connecting, let connection { progress(connection.advance(events: socketEvents, now: now)) }
         // Read only when poll said so (or a read left more, or a pong is awaited on the periods):
         // a period's wake-up costs no recv.
-        if (phase == .open || phase == .closing) && readsPaused && !untaken.full {
+        if phase == .open && readsPaused && !untaken.full {
             readsPaused = false
             frames(now)
-            if phase == .open || phase == .closing { receive(now) }
+            if phase == .open { receive(now) }
         } else if connectedPhase {
             let pongOnPeriods = awaitsPongOnPeriods(periodic)
             if pongOnPeriods { pongReadAt = now }
@@ -367,7 +314,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         }
         if phase == .open { takeQueued(now) }
         if phase == .open { keepAlive(now) }
-        if phase == .closing && now >= closeBy { finish(.closed(code: 1000, reason: "closed by this side")) }
+        if phase == .closing && now >= closeBy { closed() }
         if connectedPhase { flush() }
         return phase != .finished
     }
@@ -375,8 +322,11 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     /// Whether a keepalive ping is unanswered while periods wake the thread: then the socket is
     /// not polled for reading, and read in each wake-up instead (one read, as the pong is quick).
     private func awaitsPongOnPeriods(_ periodic: Bool) -> Bool {
-        periodic && phase == .open && pingSentAt != nil && !untaken.full
+        periodic && phase == .open && keepalive.awaitingPong && !untaken.full
     }
+
+    /// Nothing is read while the consumer is behind; once closing, nothing more reaches it, and the server's end of TCP is awaited.
+    private var consumerBehind: Bool { phase != .closing && untaken.full }
 
     /// TCP (and TLS) up, the connection not finished: there is a socket to read and write.
     private var connectedPhase: Bool { phase == .upgrading || phase == .open || phase == .closing }
@@ -416,7 +366,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         var total = 0
         while connectedPhase, let connection {
             // The consumer is behind: read on once it catches up (it wakes the thread).
-            if untaken.full {
+            if consumerBehind {
                 readsPaused = true
                 return
             }
@@ -429,11 +379,14 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             case .bytes(let count):
                 total += count
                 // Any byte is a sign of the peer: a pong stuck behind a long message over a slow link is not its death.
-                lastProof = now
-                nextPing = now + MonotonicClock.nanoseconds(in: Self.pingAfter)
-                pingSentAt = nil
-                input.append(contentsOf: scratch[..<count])
-                if phase == .upgrading { answered(now) } else { frames(now) }
+                keepalive.heard(at: now)
+                if phase == .upgrading {
+                    answer.append(contentsOf: scratch[..<count])
+                    answered(now)
+                } else {
+                    decoder.append(scratch[..<count])
+                    frames(now)
+                }
             case .wait: return
             case .end(let why): ended(why)
             }
@@ -477,186 +430,71 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
 
     /// The connection's far end closed or failed: what that means depends on how far it got.
     private func ended(_ why: String?) {
-        if let peerClose {
-            finish(.closed(code: peerClose.code, reason: peerClose.reason))
-            return
-        }
         switch phase {
-        case .closing: finish(.closed(code: 1000, reason: "closed by this side"))
+        case .closing: closed()
         case .open: finish(.closed(code: 1006, reason: "the connection dropped without a close frame"))
         default:
             fail("connect", "the server hung up before it accepted the upgrade" + (why.map { " (\($0))" } ?? ""))
         }
     }
 
-    /// The answer to the upgrade, once all of its head is in.
+    /// The answer to the upgrade, as far as it has come.
     private func answered(_ now: UInt64) {
-        guard let end = HTTPHead.end(in: input, searchedTo: &headSearchedTo) else {
-            if input.count > Self.maxAnswerBytes {
-                fail("handshake", "the server's answer has no end within \(Self.maxAnswerBytes) bytes")
-            }
-            return
-        }
-        let answer = AnswerHead(input[..<(end - 4)])
-        input.removeFirst(end)
-        switch answer.status {
-        case 101:
-            guard answer.header("upgrade")?.lowercased() == "websocket",
-                  answer.lists("connection", "upgrade"),
-                  answer.header("sec-websocket-accept") == acceptKey else {
-                fail("handshake", "the server's answer is not a WebSocket upgrade")
-                return
-            }
-            // Nothing was asked for, so nothing may be chosen: a compressed frame would not be read right.
-            guard answer.header("sec-websocket-extensions") == nil, answer.header("sec-websocket-protocol") == nil else {
-                fail("handshake", "the server chose an extension or subprotocol this client did not ask for")
-                return
-            }
-            // The read that brought the answer has set lastProof and nextPing already.
+        guard case .success(var plan) = plan else { return }
+        let verdict = plan.upgrade.read(answer)
+        self.plan = .success(plan)
+        switch verdict {
+        case .incomplete: return
+        case .accepted(let headBytes):
+            decoder.append(answer[headBytes...])
+            answer = []
+            keepalive = WebSocketKeepalive(heardAt: now, pingAfter: MonotonicClock.nanoseconds(in: Self.pingAfter),
+                                           deadAfter: MonotonicClock.nanoseconds(in: Self.deadAfter))
             phase = .open
             opened = true
             emit(.open)
             frames(now)
-        case let status? where (300..<400).contains(status):
-            finish(.refused(Redirect.refusal(status: status, location: answer.header("location"), base: url, route: "/listen")))
-        case let status?:
-            fail("handshake", "the server answered with HTTP status \(status)")
-        case nil:
-            fail("handshake", "the server's answer is not HTTP")
+        case .redirect(let status, let location):
+            finish(.refused(Redirect.refusal(status: status, location: location, base: url, route: "/listen")))
+        case .status(let status): fail("handshake", "the server answered with HTTP status \(status)")
+        case .invalid(let why): fail("handshake", why)
         }
     }
 
-    /// Takes the frames in `input` apart, as far as they have come.
+    /// Acts on the frames the decoder has whole, as far as the consumer keeps up.
     private func frames(_ now: UInt64) {
-        var at = 0
-        defer { if at > 0 { input.removeFirst(min(at, input.count)) } }
         while phase == .open || phase == .closing {
-            // The consumer is behind: the rest waits in `input` (one read could hold 32,768 empty frames).
-            if untaken.full {
+            // The consumer is behind: the rest waits in the decoder (one read could hold 32,768 empty frames).
+            if consumerBehind {
                 readsPaused = true
                 return
             }
-            if payloadLeft > 0 {
-                let take = min(payloadLeft, input.count - at)
-                guard take > 0 else { return }
-                if message?.dropping == false { message?.data.append(contentsOf: input[at ..< at + take]) }
-                at += take
-                payloadLeft -= take
-                if payloadLeft == 0 && payloadFinal { delivered() }
-                continue
+            guard let frame = decoder.next() else { return }
+            // Once closing, only the peer's close is news.
+            switch (frame, phase) {
+            case (.text(let text), .open): emit(.text(text))
+            case (.binary(let data), .open): emit(.binary(data))
+            case (.oversized(let kind, let bytes), .open): emit(.oversized(kind, bytes: bytes))
+            case (.ping(let payload), .open): pongDue = payload
+            case (.pong, .open):
+                // Only the answer to a `ping()` is news.
+                if awaitingPong {
+                    awaitingPong = false
+                    emit(.pong)
+                }
+            case (.close(let code, let reason), _):
+                if phase == .open {
+                    // Answered with the same code (none for none); then the server ends TCP.
+                    closeReport = (code, reason)
+                    sendClose(code == 1005 ? [] : [UInt8(code >> 8), UInt8(code & 0xff)], now)
+                }
+            case (.broken(let code, let what), _):
+                if phase == .open { queueControl(.close, [UInt8(code >> 8), UInt8(code & 0xff)]) }
+                flush()
+                finish(.closed(code: code, reason: "the server sent \(what)"))
+            default: break
             }
-            let available = input.count - at
-            guard available >= 2 else { return }
-            let first = input[at], second = input[at + 1]
-            var length = Int(second & 0x7f)
-            var headSize = 2
-            if length == 126 {
-                guard available >= 4 else { return }
-                length = Int(input[at + 2]) << 8 | Int(input[at + 3])
-                headSize = 4
-            } else if length == 127 {
-                guard available >= 10 else { return }
-                var wide: UInt64 = 0
-                for index in 0..<8 { wide = wide << 8 | UInt64(input[at + 2 + index]) }
-                guard wide <= UInt64(Int32.max) else { return broken("a frame longer than 2 GiB") }
-                length = Int(wide)
-                headSize = 10
-            }
-            guard second & 0x80 == 0 else { return broken("a masked frame") }
-            guard first & 0x70 == 0 else { return broken("a frame with reserved bits set") }
-            let opcode = first & 0x0f, final = first & 0x80 != 0
-            if opcode >= 8 {
-                guard final, length <= 125 else { return broken("a control frame fragmented or over 125 bytes") }
-                guard available >= headSize + length else { return }
-                let payload = Array(input[at + headSize ..< at + headSize + length])
-                at += headSize + length
-                control(opcode, payload, now)
-                continue
-            }
-            switch opcode {
-            case 1, 2:
-                guard message == nil else { return broken("a new message before the last one ended") }
-                message = Assembly(kind: opcode == 1 ? .text : .binary)
-            case 0:
-                guard message != nil else { return broken("a continuation with no message") }
-            default:
-                return broken("a frame of unknown kind \(opcode)")
-            }
-            at += headSize
-            // In place: a copy of the message for each of many small fragments would cost their square.
-            let limit = message?.kind == .text ? maxText : maxBinary
-            if message?.dropping == false && (message?.bytes ?? 0) + length > limit {
-                message?.dropping = true
-                message?.data = []
-            }
-            if opcode != 0 && message?.dropping == false { message?.data.reserveCapacity(length) }
-            message?.bytes += length
-            payloadLeft = length
-            payloadFinal = final
-            if length == 0 && final { delivered() }
         }
-    }
-
-    /// A message's last byte came.
-    private func delivered() {
-        guard let whole = message else { return }
-        message = nil
-        // After our close nothing more is taken: the peer's close is all that is waited for.
-        guard phase == .open else { return }
-        if whole.dropping {
-            emit(.oversized(whole.kind, bytes: whole.bytes))
-        } else if whole.kind == .text {
-            guard let text = String(validating: whole.data, as: UTF8.self) else { return broken("text that is not UTF-8", code: 1007) }
-            emit(.text(text))
-        } else {
-            emit(.binary(Array(whole.data)))
-        }
-    }
-
-    private func control(_ opcode: UInt8, _ payload: [UInt8], _ now: UInt64) {
-        switch opcode {
-        case 0x9:
-            if phase == .open { pongDue = payload }
-        case 0xA:
-            // Only the answer to a `ping()` is news.
-            if awaitingPong {
-                awaitingPong = false
-                emit(.pong)
-            }
-        case 0x8:
-            guard payload.count != 1 else { return broken("a close frame of one byte") }
-            let code = payload.count >= 2 ? Int(payload[0]) << 8 | Int(payload[1]) : 1005
-            // 1005 only as "no code"; 1004, 1006 and 1015 never go on the wire (RFC 6455, 7.4).
-            guard payload.isEmpty || (1000...1003).contains(code) || (1007...1014).contains(code) || (3000...4999).contains(code) else {
-                return broken("the close code \(code)")
-            }
-            guard let text = String(validating: payload.dropFirst(2), as: UTF8.self) else {
-                return broken("a close reason that is not UTF-8", code: 1007)
-            }
-            // The reason goes into the journal: none of the peer's control, format (bidi) or line-breaking characters.
-            let reason = String(String.UnicodeScalarView(text.unicodeScalars.filter { ![.control, .format, .lineSeparator, .paragraphSeparator].contains($0.properties.generalCategory) }))
-            if phase == .closing {
-                finish(.closed(code: 1000, reason: "closed by this side"))
-                return
-            }
-            // Answered with the same code (none for none), then the peer hangs up.
-            peerClose = (code, reason)
-            queueControl(.close, Array(payload.prefix(2)))
-            flush()
-            finish(.closed(code: code, reason: reason))
-        default:
-            broken("a control frame of unknown kind \(opcode)")
-        }
-    }
-
-    /// The peer broke the protocol: closed with `code` (1002, or 1007 for text that is not UTF-8), and no more is read.
-    private func broken(_ what: String, code: Int = 1002) {
-        let why = "the server sent \(what)"
-        if phase == .open {
-            queueControl(.close, [UInt8(code >> 8), UInt8(code & 0xff)])
-            flush()
-        }
-        finish(.closed(code: code, reason: why))
     }
 
     /// What other threads queued goes after what is already in `out`; our close after all of it.
@@ -674,27 +512,33 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
             awaitingPong = true
         }
         if close {
-            queueControl(.close, [0x03, 0xE8])
-            phase = .closing
-            closeBy = now + MonotonicClock.nanoseconds(in: Self.closeWithin)
+            closeReport = (1000, "closed by this side")
+            sendClose([0x03, 0xE8], now)
         }
     }
 
-    /// When a silent peer counts as dead: `deadAfter` after its last frame, and never before a ping
-    /// has had `deadAfter - pingAfter` to be answered (the audio thread may have been held up
-    /// past the time to ping: the peer is not blamed for a ping that never went).
-    private var deadAt: UInt64? {
-        pingSentAt.map { max(lastProof + MonotonicClock.nanoseconds(in: Self.deadAfter), $0 + MonotonicClock.nanoseconds(in: Self.deadAfter - Self.pingAfter)) }
+    /// Queues our close frame, last: nothing goes after it, and the connection waits for the server's
+    /// close (if this is the first) and then for the server to end TCP, within `closeWithin`.
+    private func sendClose(_ payload: [UInt8], _ now: UInt64) {
+        queueControl(.close, payload)
+        pongDue = nil
+        phase = .closing
+        closeBy = now + MonotonicClock.nanoseconds(in: Self.closeWithin)
+    }
+
+    /// The close handshake is over (the server ended TCP, or it took too long).
+    private func closed() {
+        let report = closeReport ?? (1000, "closed by this side")
+        finish(.closed(code: report.code, reason: report.reason))
     }
 
     /// Pings a quiet peer; drops one silent for `deadAfter` (but not while it is this side that is behind).
     private func keepAlive(_ now: UInt64) {
-        if let deadAt, now >= deadAt, !untaken.full {
-            finish(.dead(reason: "no pong for \(Self.deadAfter.components.seconds) s"))
-        } else if now >= nextPing {
+        switch keepalive.step(at: now, consumerBehind: untaken.full) {
+        case .wait: return
+        case .dead: finish(.dead(reason: "no pong for \(Self.deadAfter.components.seconds) s"))
+        case .ping:
             queueControl(.ping, [])
-            nextPing = now + MonotonicClock.nanoseconds(in: Self.pingAfter)
-            if pingSentAt == nil { pingSentAt = now }
             pongReadAt = now
         }
     }
@@ -706,11 +550,11 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         shared.withLock { $0.unwritten += frame.count }
     }
 
-    /// The most events there ever were yielded and not yet taken.
+    /// The most bytes of events there ever were yielded and not yet taken.
     var untakenPeak: Int { untaken.peak }
 
     private func emit(_ event: WebSocketEvent) {
-        untaken.yielded()
+        untaken.yielded(event)
         continuation.yield(event)
     }
 
@@ -723,21 +567,20 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     private func finish(_ event: WebSocketEvent) {
         guard phase != .finished else { return }
         let clean: Bool
-        if case .closed(let code, _) = event, code != 1002, code != 1006 { clean = true } else { clean = false }
+        if case .closed(let code, _) = event, ![1002, 1006, 1007, 1009].contains(code) { clean = true } else { clean = false }
         phase = .finished
         connection?.close(clean: clean && opened)
         connection = nil
-        if case .success(let plan) = plan, let context = plan.tls {
-            ClientConnection.free(context: context)
-            self.plan = .failure(WebSocketError(function: "connect", detail: "finished"))
-        }
+        // The plan goes too: its request holds the token.
+        if case .success(let plan) = plan, let context = plan.tls { ClientConnection.free(context: context) }
+        plan = .failure(WebSocketError(function: "connect", detail: "finished"))
         out = []
         outHead = 0
         outAt = 0
         pongDue = nil
         pongQueued = false
-        input = []
-        message = nil
+        answer = []
+        decoder = WebSocketDecoder(maxText: 0, maxBinary: 0)
         shared.withLock {
             $0.ended = true
             $0.outgoing = []
@@ -746,62 +589,4 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         emit(event)
         continuation.finish()
     }
-}
-
-/// A connection's events; each one taken is counted (UntakenEvents), so the connection reads
-/// no further while the consumer is `maxUntaken` behind.
-public struct WebSocketEvents: AsyncSequence, Sendable {
-    public typealias Element = WebSocketEvent
-    fileprivate let stream: AsyncStream<WebSocketEvent>
-    fileprivate let taken: @Sendable () -> Void
-
-    public struct AsyncIterator: AsyncIteratorProtocol {
-        fileprivate var base: AsyncStream<WebSocketEvent>.Iterator
-        fileprivate let taken: @Sendable () -> Void
-
-        public mutating func next() async -> WebSocketEvent? {
-            let event = await base.next()
-            if event != nil { taken() }
-            return event
-        }
-
-        public mutating func next(isolation actor: isolated (any Actor)?) async -> WebSocketEvent? {
-            let event = await base.next(isolation: actor)
-            if event != nil { taken() }
-            return event
-        }
-    }
-
-    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: stream.makeAsyncIterator(), taken: taken) }
-}
-
-/// How many of a connection's events are yielded and not yet taken.
-private final class UntakenEvents: Sendable {
-    /// Yielded and not yet taken, and the most there ever were (what a test checks the bound by).
-    private let count = Mutex((now: 0, peak: 0))
-    private let limit: Int
-    private let engine: AudioEngine
-
-    init(limit: Int, engine: AudioEngine) {
-        self.limit = limit
-        self.engine = engine
-    }
-
-    func yielded() {
-        count.withLock {
-            $0.now += 1
-            $0.peak = max($0.peak, $0.now)
-        }
-    }
-
-    /// One taken: the audio thread is woken to read again when that brings the count under the limit.
-    func taken() {
-        if count.withLock({ count in
-            count.now -= 1
-            return count.now == limit - 1
-        }) { engine.wakeUp() }
-    }
-
-    var full: Bool { count.withLock { $0.now >= limit } }
-    var peak: Int { count.withLock { $0.peak } }
 }

@@ -9,11 +9,13 @@ struct TestCertificate: Sendable {
     /// `sha256/<base64>` of the DER SubjectPublicKeyInfo, as pin.json holds it.
     let key: String
 
-    static func make(name: String = "den.local") throws -> TestCertificate {
+    /// A self-signed certificate whose subject's CN is `name`, with `subjectAltName` (as openssl's -addext spells it) when given.
+    static func make(name: String = "den.local", subjectAltName: String? = nil) throws -> TestCertificate {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cert-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let certificate = dir + "/cert.pem", privateKey = dir + "/key.pem"
         try shell("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=\(name)"
+                  + (subjectAltName.map { " -addext subjectAltName=\($0)" } ?? "")
                   + " -keyout \(privateKey) -out \(certificate) 2>/dev/null")
         let digest = try shell("openssl x509 -in \(certificate) -pubkey -noout | openssl pkey -pubin -outform der"
                                + " | openssl dgst -sha256 -binary | base64")
