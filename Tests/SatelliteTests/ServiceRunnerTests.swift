@@ -110,14 +110,15 @@ struct ServiceRunnerTests {
         #expect(log.all == ["last words", "drained"])
     }
 
-    @Test("a part that ends on its own during shutdown, before its turn, is not waited for: the rest stop in reverse, with no deadline")
-    func endsDuringShutdown() async {
+    @Test("a part that ends on its own during shutdown, before its turn, is neither asked nor waited for: the rest stop in reverse, with no deadline",
+          arguments: [false, true])
+    func endsDuringShutdown(stoppedByAsking: Bool) async {
         let log = Log()
         let (signals, send) = AsyncStream.makeStream(of: Int32.self)
         let (release, ended) = (Latch(), Latch())
         let services = [
             Self.part("a", log),
-            Service("early") {
+            Service("early", stop: stoppedByAsking ? .ask { log.add("early asked") } : .cancel) {
                 await release.wait()
                 log.add("early ended")
                 ended.open()
@@ -135,31 +136,6 @@ struct ServiceRunnerTests {
         let ending = await Self.runner(services).run(signals: signals)
         #expect(ending == .signal(SIGTERM))
         #expect(log.all == ["start a", "start b", "early ended", "stop signaller", "stop b", "stop a"])
-    }
-
-    @Test("a part stopped by asking that ended on its own during shutdown is not asked")
-    func askedAfterItEnded() async {
-        let log = Log()
-        let (signals, send) = AsyncStream.makeStream(of: Int32.self)
-        let (release, ended) = (Latch(), Latch())
-        let services = [
-            Self.part("a", log),
-            Service("drainer", stop: .ask { log.add("drainer asked") }) {
-                await release.wait()
-                log.add("drainer ended")
-                ended.open()
-            },
-            Service("signaller") {
-                send.yield(SIGTERM)
-                await Service.untilCancelled()
-                release.open()
-                await ended.wait()
-                log.add("stop signaller")
-            },
-        ]
-        let ending = await Self.runner(services).run(signals: signals)
-        #expect(ending == .signal(SIGTERM))
-        #expect(log.all == ["start a", "drainer ended", "stop signaller", "stop a"])
     }
 
     @Test("a signal while a part starts stops it, and the parts after it never start")
