@@ -94,19 +94,7 @@ public struct ServiceRunner: Sendable {
                         let service = services[index]
                         let (gate, opener) = AsyncStream.makeStream(of: Void.self)
                         gates[index] = opener
-                        group.addTask {
-                            await withTaskGroup(of: Void.self) { part in
-                                part.addTask { await service.run { report.yield(.started(index)) } }
-                                if case .cancel = service.stop {
-                                    // Waits for the gate to close, then cancels the part (and not the others).
-                                    part.addTask { for await _ in gate {} }
-                                    await part.next()
-                                    part.cancelAll()
-                                }
-                                await part.waitForAll()
-                            }
-                            report.yield(.ended(index))
-                        }
+                        group.addTask { await Self.run(service, index, gate: gate, report: report) }
                     case .stop(let index):
                         switch services[index].stop {
                         case .cancel: gates[index]?.finish()
@@ -146,5 +134,21 @@ public struct ServiceRunner: Sendable {
                 actions = lifecycle.handle(event)
             }
         }
+    }
+
+    /// Runs part `index` until it ends, on its own or (one stopped by cancelling) once `gate` closes.
+    private static func run(_ service: Service, _ index: Int, gate: AsyncStream<Void>,
+                            report: AsyncStream<ServiceLifecycle.Event>.Continuation) async {
+        await withTaskGroup(of: Void.self) { part in
+            part.addTask { await service.run { report.yield(.started(index)) } }
+            if case .cancel = service.stop {
+                // Waits for the gate to close, then cancels the part (and not the others).
+                part.addTask { for await _ in gate {} }
+                await part.next()
+                part.cancelAll()
+            }
+            await part.waitForAll()
+        }
+        report.yield(.ended(index))
     }
 }
