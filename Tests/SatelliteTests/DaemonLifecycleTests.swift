@@ -21,7 +21,8 @@ struct DaemonLifecycleTests {
         #expect(!FileManager.default.fileExists(atPath: daemon.socket))
     }
 
-    @Test("tasks and actors run on the main thread, in the daemon's loop: libdispatch starts no thread")
+    @Test("tasks and actors run on the main thread, in the daemon's loop: libdispatch starts no thread",
+          .enabled(if: MainLoop.isAvailable, "built without the loop (MainLoop.swift): libdispatch's pool runs the tasks"))
     func mainLoop() async throws {
         let daemon = try await DaemonHarness.start(config: ["room": "kitchen", "transport": "record"])
         // A request goes from the control thread to an actor and back: work for the loop.

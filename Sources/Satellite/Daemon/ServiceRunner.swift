@@ -6,9 +6,11 @@
 // says which part failed. Cancellation is shutdown: a part stops when its task
 // is cancelled, doing its own last work (ending the turn, closing the device)
 // before `run()` returns. Everything runs as children of one task group, so
-// nothing outlives the runner. Stopping has a deadline; when a part overstays
-// it, `overstayed` is called with the parts' names (the daemon says so in the
-// journal and exits non-zero: a task group cannot return with a child stuck).
+// nothing outlives the runner. When each part starts and stops, whatever order
+// they end in, is ServiceLifecycle's to say; the runner does what it says.
+// Stopping has a deadline; when a part overstays it, `overstayed` is called with
+// the names of the parts still running (the daemon says so in the journal and
+// exits non-zero: a task group cannot return with a child stuck).
 import Glibc
 import SatelliteCore
 
@@ -59,27 +61,22 @@ public struct ServiceRunner: Sendable {
     private let services: [Service]
     private let deadline: Duration
     private let bus: EventBus
-    private let overstayed: @Sendable ([String]) -> Never
+    private let overstayed: @Sendable ([String]) -> Void
 
-    public init(_ services: [Service], deadline: Duration, bus: EventBus, overstayed: @escaping @Sendable ([String]) -> Never) {
+    /// `overstayed` is called once, at the deadline, with the names of the parts still running; the
+    /// daemon ends there. (Should it return, stopping goes on, and the runner returns once all have ended.)
+    public init(_ services: [Service], deadline: Duration, bus: EventBus, overstayed: @escaping @Sendable ([String]) -> Void) {
         self.services = services
         self.deadline = deadline
         self.bus = bus
         self.overstayed = overstayed
     }
 
-    private enum Happening: Sendable {
-        case started(Int)
-        case ended(Int)
-        case signal(Int32)
-        case deadline
-    }
-
     /// Runs the services until a signal in `signals`, or until one of them fails.
     public func run(signals: AsyncStream<Int32>) async -> Ending {
-        let (happenings, report) = AsyncStream.makeStream(of: Happening.self)
+        let (happenings, report) = AsyncStream.makeStream(of: ServiceLifecycle.Event.self)
         // One stream per part that is stopped by cancellation: finishing it cancels that part alone.
-        var gates: [AsyncStream<Void>.Continuation] = []
+        var gates: [Int: AsyncStream<Void>.Continuation] = [:]
         return await withTaskGroup(of: Void.self, returning: Ending.self) { group in
             group.addTask {
                 for await signal in signals {
@@ -87,80 +84,71 @@ public struct ServiceRunner: Sendable {
                     break
                 }
             }
+            var lifecycle = ServiceLifecycle(count: services.count)
+            var actions = lifecycle.start()
             var events = happenings.makeAsyncIterator()
-            var running: Set<Int> = []
-            /// Reads what happens until part `index` says it started (nil), or the daemon is to stop (why).
-            func watch(untilStarted index: Int?) async -> Ending? {
-                while let event = await events.next() {
-                    switch event {
-                    case .started(let started) where started == index: return nil
-                    case .started, .deadline: continue
-                    case .ended(let ended):
-                        running.remove(ended)
-                        return .failed(services[ended].name)
-                    case .signal(let number):
-                        return .signal(number)
-                    }
-                }
-                return nil
-            }
-            var ending: Ending?
-            for (index, service) in services.enumerated() {
-                let (gate, opener) = AsyncStream.makeStream(of: Void.self)
-                gates.append(opener)
-                running.insert(index)
-                group.addTask {
-                    await withTaskGroup(of: Void.self) { part in
-                        part.addTask { await service.run { report.yield(.started(index)) } }
-                        if case .cancel = service.stop {
-                            // Waits for the gate to close, then cancels the part (and not the others).
-                            part.addTask { for await _ in gate {} }
-                            await part.next()
-                            part.cancelAll()
+            while true {
+                for action in actions {
+                    switch action {
+                    case .start(let index):
+                        let service = services[index]
+                        let (gate, opener) = AsyncStream.makeStream(of: Void.self)
+                        gates[index] = opener
+                        group.addTask { await Self.run(service, index, gate: gate, report: report) }
+                    case .stop(let index):
+                        switch services[index].stop {
+                        case .cancel: gates[index]?.finish()
+                        // Asked in a task of its own, so that a stop that never returns still meets the deadline.
+                        case .ask(let stop): group.addTask { await stop() }
                         }
-                        await part.waitForAll()
-                    }
-                    report.yield(.ended(index))
-                }
-                // The next part starts once this one says it has.
-                ending = await watch(untilStarted: index)
-                if ending != nil { break }
-            }
-            if ending == nil { ending = await watch(untilStarted: nil) }
-            switch ending {
-            case .failed(let name)?:
-                bus.notice(.error, "The \(name) part of the daemon stopped on its own; the daemon shuts down so that systemd starts it afresh.",
-                           ["part": name])
-            case .signal(let number)?:
-                bus.notice(.notice, "Shutting down on \(number == SIGTERM ? "SIGTERM" : "SIGINT").")
-            case nil:
-                break
-            }
-            let deadline = self.deadline
-            group.addTask {
-                try? await Task.sleep(for: deadline)
-                report.yield(.deadline)
-            }
-            stopping: for index in running.sorted(by: >) {
-                switch services[index].stop {
-                case .cancel: gates[index].finish()
-                // Asked in a task of its own, so that a stop that never returns still meets the deadline below.
-                case .ask(let stop): group.addTask { await stop() }
-                }
-                while let event = await events.next() {
-                    switch event {
-                    case .ended(let ended):
-                        running.remove(ended)
-                        if ended == index { continue stopping }
-                    case .deadline:
-                        overstayed(running.sorted().map { services[$0].name })
-                    case .started, .signal:
-                        continue
+                    case .shutDown(let ending):
+                        switch ending {
+                        case .failed(let index):
+                            let name = services[index].name
+                            bus.notice(.error, "The \(name) part of the daemon stopped on its own; the daemon shuts down so that systemd starts it afresh.",
+                                       ["part": name])
+                        case .signal(let number):
+                            bus.notice(.notice, "Shutting down on \(number == SIGTERM ? "SIGTERM" : "SIGINT").")
+                        }
+                        let deadline = self.deadline
+                        group.addTask {
+                            try? await Task.sleep(for: deadline)
+                            report.yield(.deadline)
+                        }
+                    case .overstayed(let parts):
+                        overstayed(parts.map { services[$0].name })
+                    case .finished(let ending):
+                        // The signals' reader and the deadline's sleep.
+                        group.cancelAll()
+                        switch ending {
+                        case .failed(let index): return .failed(services[index].name)
+                        case .signal(let number): return .signal(number)
+                        }
                     }
                 }
+                guard let event = await events.next() else {
+                    // Only when the runner's own task is cancelled, which cancels every part too: the group waits for them.
+                    group.cancelAll()
+                    return .signal(SIGTERM)
+                }
+                actions = lifecycle.handle(event)
             }
-            group.cancelAll()
-            return ending ?? .signal(SIGTERM)
         }
+    }
+
+    /// Runs part `index` until it ends, on its own or (one stopped by cancelling) once `gate` closes.
+    private static func run(_ service: Service, _ index: Int, gate: AsyncStream<Void>,
+                            report: AsyncStream<ServiceLifecycle.Event>.Continuation) async {
+        await withTaskGroup(of: Void.self) { part in
+            part.addTask { await service.run { report.yield(.started(index)) } }
+            if case .cancel = service.stop {
+                // Waits for the gate to close, then cancels the part (and not the others).
+                part.addTask { for await _ in gate {} }
+                await part.next()
+                part.cancelAll()
+            }
+            await part.waitForAll()
+        }
+        report.yield(.ended(index))
     }
 }

@@ -14,12 +14,19 @@
 //
 // Swift 6.3 offers the replacement only behind `@_spi(ExperimentalCustomExecutors)`;
 // a toolchain that changes it fails to build here, it cannot change behaviour unseen.
+// Before 6.3, or built with -DPARLOUR_NO_MAIN_LOOP, the daemon runs on Swift's own
+// executor instead: the same daemon, with libdispatch's threads and wake-ups
+// (docs/development.md says what that costs).
+#if compiler(>=6.3) && !PARLOUR_NO_MAIN_LOOP
 @_spi(ExperimentalCustomExecutors) @_spi(ExperimentalScheduling) import _Concurrency
 import Glibc
 import Synchronization
 
 /// For the daemon's main.swift: `install()` before anything else, `run()` at the end.
 public enum MainLoop {
+    /// Whether this build has the loop (else Swift's own executor runs the daemon).
+    public static let isAvailable = true
+
     /// Makes the loop Swift's main and default executor. Before the first task, on the main thread.
     public static func install() {
         _ = MainLoopExecutor.shared  // made here, on the main thread, which it then runs on
@@ -28,7 +35,8 @@ public enum MainLoop {
 
     /// Runs the jobs as they come, for ever; the daemon ends with `_exit` from one of them.
     public static func run() -> Never {
-        MainLoopExecutor.shared.loop()
+        MainLoopExecutor.shared.run()
+        fatalError("The main loop stopped")
     }
 }
 
@@ -42,6 +50,8 @@ final class MainLoopExecutor: MainExecutor, TaskExecutor, SchedulingExecutor, Se
 
     private struct Queue {
         var ready: [UnownedJob] = []
+        /// Set by `stop()`: only tests stop a loop.
+        var stopped = false
         /// By deadline, then in the order they came. A few at a time (the daemon's timeouts
         /// and retries), so a sorted array.
         var timers: [Timer] = []
@@ -51,10 +61,10 @@ final class MainLoopExecutor: MainExecutor, TaskExecutor, SchedulingExecutor, Se
 
     private let queue = Mutex(Queue())
     private let wakePipe: WakePipe
-    /// The thread that made it, the main thread, which runs the loop.
+    /// The thread that made it, which runs the loop: the daemon's main thread (a test's own, in tests).
     private let thread = pthread_self()
 
-    private init() {
+    init() {
         guard let pipe = WakePipe() else { fatalError("Cannot make the main loop's pipe: \(String(cString: strerror(errno)))") }
         wakePipe = pipe
     }
@@ -107,14 +117,13 @@ final class MainLoopExecutor: MainExecutor, TaskExecutor, SchedulingExecutor, Se
         if wake { wakePipe.wake() }
     }
 
-    func run() { loop() }
-
-    /// Runs jobs as they come, for ever (`MainLoop.run`).
-    func loop() -> Never {
+    /// Runs jobs as they come, until `stop()`; on the thread that made the loop.
+    func run() {
         var jobs: [UnownedJob] = []
         var request = [wakePipe.pollRequest]
         while true {
-            let timeout: Int32 = queue.withLock { queue in
+            let timeout: Int32? = queue.withLock { queue in
+                guard !queue.stopped else { return nil }
                 let now = MonotonicClock.nanoseconds()
                 let due = queue.timers.prefix { $0.deadline <= now }.count
                 queue.ready.append(contentsOf: queue.timers.prefix(due).map(\.job))
@@ -124,6 +133,7 @@ final class MainLoopExecutor: MainExecutor, TaskExecutor, SchedulingExecutor, Se
                 queue.sleeping = true
                 return queue.timers.first.map { MonotonicClock.pollTimeout(until: $0.deadline, from: now) } ?? -1
             }
+            guard let timeout else { return }
             if jobs.isEmpty {
                 if poll(&request, 1, timeout) > 0 { wakePipe.drain() }
                 queue.withLock { $0.sleeping = false }
@@ -134,6 +144,27 @@ final class MainLoopExecutor: MainExecutor, TaskExecutor, SchedulingExecutor, Se
         }
     }
 
-    /// Nothing stops the loop: the daemon exits from a job when it is done.
-    func stop() {}
+    /// Timers not yet due: for tests.
+    var pendingTimers: Int { queue.withLock { $0.timers.count } }
+
+    /// Ends `run()` once the jobs it has taken have run. The daemon's loop is never stopped: it exits
+    /// from a job when it is done.
+    func stop() {
+        add { $0.stopped = true }
+    }
 }
+#else
+import Dispatch
+
+/// Swift's own executor, where the loop cannot be had: the same calls, for main.swift.
+public enum MainLoop {
+    public static let isAvailable = false
+
+    public static func install() {}
+
+    /// Runs the main queue (the main actor's jobs) for ever; the daemon ends with `_exit`.
+    public static func run() -> Never {
+        dispatchMain()
+    }
+}
+#endif
