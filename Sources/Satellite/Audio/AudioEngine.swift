@@ -139,6 +139,8 @@ public final class AudioEngine: @unchecked Sendable {
         thread.withLock { $0 = pthread_self() }
         var fds: [pollfd] = []
         var counts: [Int] = []
+        let heartbeat = Heartbeat("audio", serves: "the microphone, the speaker and the /listen socket",
+                                  bound: .seconds(10)) { [wakePipe] in wakePipe.wake() }
         while true {
             for job in inbox.withLock({ inbox in defer { inbox.jobs.removeAll() }; return inbox.jobs }) { job() }
             fds.removeAll(keepingCapacity: true)
@@ -174,7 +176,7 @@ public final class AudioEngine: @unchecked Sendable {
                 fds.append(socket.pollRequest(periodic: periodic) ?? pollfd(fd: -1, events: 0, revents: 0))
                 wake(by: socket.socketDeadline(periodic: periodic))
             }
-            _ = poll(&fds, nfds_t(fds.count), timeout)
+            _ = heartbeat.sleeping(timeout: timeout) { poll(&fds, nfds_t(fds.count), timeout) }
             if fds[0].revents != 0 { wakePipe.drain() }
             let now = MonotonicClock.nanoseconds()
             var index = 1

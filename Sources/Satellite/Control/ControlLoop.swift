@@ -67,6 +67,8 @@ final class ControlLoop: @unchecked Sendable {
     /// The loop; returns once stopped and every connection is closed.
     func run() {
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        let heartbeat = Heartbeat("control", serves: "every parlourctl request", bound: .seconds(10)) { [wakePipe] in wakePipe.wake() }
+        defer { heartbeat.ended() }
         while true {
             if stopping.load(ordering: .relaxed), listenFD >= 0 {
                 close(listenFD)
@@ -88,7 +90,8 @@ final class ControlLoop: @unchecked Sendable {
                 if slot.connection.life.withLock({ $0.sent < $0.out.count }) { events |= Int16(POLLOUT) }
                 fds.append(pollfd(fd: slot.connection.fd, events: events, revents: 0))
             }
-            let ready = poll(&fds, nfds_t(fds.count), timeout(now))
+            let wait = timeout(now)
+            let ready = heartbeat.sleeping(timeout: wait) { poll(&fds, nfds_t(fds.count), wait) }
             if ready < 0 { continue }  // EINTR; nothing else is expected of valid descriptors
             if fds[0].revents != 0 { wakePipe.drain() }
 

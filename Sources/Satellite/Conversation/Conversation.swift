@@ -189,8 +189,6 @@ public actor Conversation {
         await perform(machine.handle(muted ? .mute : .unmute))
     }
 
-    public func ping() -> Bool { true }
-
     // MARK: The record transport's actions
 
     private func perform(_ actions: [TurnAction], audio: PCMAudio? = nil) async {

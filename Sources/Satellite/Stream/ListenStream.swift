@@ -594,5 +594,4 @@ public actor ListenStream {
         }
     }
 
-    public func ping() -> Bool { true }
 }

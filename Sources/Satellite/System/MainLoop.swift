@@ -113,6 +113,8 @@ final class MainLoopExecutor: MainExecutor, TaskExecutor, SchedulingExecutor, Se
     func loop() -> Never {
         var jobs: [UnownedJob] = []
         var request = [wakePipe.pollRequest]
+        let heartbeat = Heartbeat("main", serves: "every task and actor (control requests, turns, the server's link)",
+                                  bound: .seconds(10)) { [wakePipe] in wakePipe.wake() }
         while true {
             let timeout: Int32 = queue.withLock { queue in
                 let now = MonotonicClock.nanoseconds()
@@ -125,10 +127,11 @@ final class MainLoopExecutor: MainExecutor, TaskExecutor, SchedulingExecutor, Se
                 return queue.timers.first.map { MonotonicClock.pollTimeout(until: $0.deadline, from: now) } ?? -1
             }
             if jobs.isEmpty {
-                if poll(&request, 1, timeout) > 0 { wakePipe.drain() }
+                if heartbeat.sleeping(timeout: timeout, { poll(&request, 1, timeout) }) > 0 { wakePipe.drain() }
                 queue.withLock { $0.sleeping = false }
                 continue
             }
+            heartbeat.turning()
             for job in jobs { job.runSynchronously(on: asUnownedSerialExecutor()) }
             jobs.removeAll(keepingCapacity: true)
         }
