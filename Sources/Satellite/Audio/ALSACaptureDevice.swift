@@ -162,7 +162,8 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
             return !life.started && !life.closed
         }
         guard first else {
-            sink.ended(.stopped)
+            // On the audio thread, as a sink is told everything.
+            engine.perform { sink.ended(.stopped) }
             return CaptureFeed(device: self, sink: sink)
         }
         consumer.withLock { $0 = .sink(sink) }
@@ -302,6 +303,7 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
     var deadline: UInt64? { nil }
 
     func begin() -> Bool {
+        engine.owner.assertCurrent()
         chunk = [Int16](repeating: 0, count: periodFrames * channels)
         if stopping.load(ordering: .acquiring) { return end(nil) }
         if let error = call(snd_pcm_start(pcm), "snd_pcm_start") { return end(error) }
@@ -314,6 +316,7 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
 
     /// Reads what the device has, yielding each whole period as it fills.
     func service(revents: UInt16, now: UInt64) -> Bool {
+        engine.owner.assertCurrent()
         if stopping.load(ordering: .acquiring) { return end(nil) }
         guard revents != 0 else { return true }
         while true {

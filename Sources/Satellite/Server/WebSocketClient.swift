@@ -307,6 +307,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     // MARK: The audio thread
 
     func pollRequest(periodic: Bool) -> pollfd? {
+        engine.owner.assertCurrent()
         guard let connection, connection.fd >= 0 else { return nil }
         switch phase {
         case .connecting: return pollfd(fd: connection.fd, events: connection.events(writing: false), revents: 0)
@@ -328,6 +329,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     }
 
     func socketDeadline(periodic: Bool) -> UInt64? {
+        engine.owner.assertCurrent()
         switch phase {
         case .waiting, .finished: return 0
         case .connecting: return min(openBy, connection?.addressBy ?? .max)
@@ -345,6 +347,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     }
 
     func service(socketEvents: Int16, now: UInt64, periodic: Bool) -> Bool {
+        engine.owner.assertCurrent()
         if phase == .waiting { begin(now) }
         if phase == .connecting || phase == .upgrading {
             if shared.withLock({ $0.wantClose }) {

@@ -37,6 +37,7 @@ final class ListenSink: CaptureSink, @unchecked Sendable {
     }
 
     func heard(_ samples: [Int16]) -> CaptureSinkVerdict {
+        AudioEngine.shared.owner.assertCurrent()
         route.withLock { route in
             if let room = route.room {
                 if let message = batcher.add(samples) { _ = room.sendBinary(message) }
@@ -49,6 +50,7 @@ final class ListenSink: CaptureSink, @unchecked Sendable {
     }
 
     func ended(_ how: CaptureSinkEnd) {
+        AudioEngine.shared.owner.assertCurrent()
         if case .failed(let error) = how { periodsIn.yield(.failed(error)) }
         periodsIn.finish()
     }

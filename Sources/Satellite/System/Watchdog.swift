@@ -26,8 +26,8 @@ enum Watchdog {
                 if let since = heartbeat.late(at: now) {
                     healthy = false
                     guard stuck.updateValue(heartbeat, forKey: id) == nil else { continue }
-                    say(journal, JournalRecord(.error, "The \(heartbeat.name) thread has not turned for \(seconds(since)) s "
-                        + "(it may take \(seconds(heartbeat.bound)) s): it is stuck in a call, and \(heartbeat.serves) with it. "
+                    say(journal, JournalRecord(.error, "The \(heartbeat.name) thread has not turned for \(seconds(since)) s, "
+                        + "longer than the \(seconds(heartbeat.bound)) s it may: it is stuck in a call, and \(heartbeat.serves) with it. "
                         + "WATCHDOG=1 stops, so systemd restarts the daemon.", fields: ["EVENT": "watchdog", "THREAD": heartbeat.name]),
                         status: "The \(heartbeat.name) thread is stuck; systemd restarts the daemon.")
                 } else if stuck.removeValue(forKey: id) != nil {
@@ -50,7 +50,9 @@ enum Watchdog {
         _ = sd_notify(0, "STATUS=\(status)")
     }
 
-    private static func seconds(_ duration: Duration) -> Int64 { duration.components.seconds }
+    private static func seconds(_ duration: Duration) -> String {
+        String(printf: "%.1f", Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18)
+    }
 
     private static func sleep(for duration: Duration) {
         let nanoseconds = MonotonicClock.nanoseconds(in: duration)
