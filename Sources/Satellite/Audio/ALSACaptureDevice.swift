@@ -79,11 +79,12 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
     private let engine: AudioEngine
     private let stopping = Atomic<Bool>(false)
     private let overrunCount = Atomic<Int>(0)
-    private let life = Mutex(Life())
+    // The lock order: `life` first; `consumer` or `listeners` may be taken under it, never the other way.
+    private let life = OrderedLock(Life(), rank: 1, name: "the capture device's life")
     /// Listeners in (`copies()`): each gets every chunk the consumer gets.
-    private let listeners = Mutex<[Int: AsyncStream<CaptureChunk>.Continuation]>([:])
+    private let listeners = OrderedLock<[Int: AsyncStream<CaptureChunk>.Continuation]>([:], rank: 2, name: "its listeners")
     /// Who gets the chunks: the consumer's stream, or (detached) a backlog for the next one.
-    private let consumer = Mutex(Consumer.none)
+    private let consumer = OrderedLock(Consumer.none, rank: 2, name: "its consumer")
     /// The attached consumer's id (-1 for none), set with `consumer`, for its onTermination to read without the lock.
     private let consumerID = Atomic<Int>(-1)
 
