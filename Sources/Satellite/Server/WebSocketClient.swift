@@ -90,7 +90,8 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     private let maxText: Int
     private let maxBinary: Int
     private let engine = AudioEngine.shared
-    private let shared = Mutex(Shared())
+    /// May be taken under ListenSink's route (rank 1), which queues the room's periods here.
+    private let shared = OrderedLock(Shared(), rank: 2, name: "the socket's queue")
     private let untaken: UntakenEvents
 
     /// What other threads hand to the audio thread.

@@ -17,7 +17,8 @@ final class ListenSink: CaptureSink, @unchecked Sendable {
     let periods: AsyncStream<CaptureChunk>
     private let periodsIn: AsyncStream<CaptureChunk>.Continuation
     /// Where periods go: the socket the room goes up on (nil: not now), and whether to ListenStream.
-    private let route = Mutex<(room: WebSocketClient?, turn: Bool)>((nil, false))
+    /// Taken before the socket's own queue (the message is queued under it), never under it.
+    private let route = OrderedLock<(room: WebSocketClient?, turn: Bool)>((nil, false), rank: 1, name: "the listen sink's route")
     /// The audio thread's: frames the room's periods as the server's 80 ms messages.
     private var batcher = FrameBatcher()
 

@@ -2,7 +2,9 @@
 // outer has the lower rank, and taking a lock while this thread holds one of
 // the same or a higher rank traps in a debug build (the tests), before it can
 // deadlock in a house; a release build only takes the lock. The rank this
-// thread holds is kept in a thread-specific slot.
+// thread holds is kept in a thread-specific slot. Rank 1 is an outer lock
+// (a capture device's life, a listen sink's route), rank 2 what is taken under
+// one (the device's consumer and listeners, the /listen socket's queue).
 import Glibc
 import Synchronization
 
