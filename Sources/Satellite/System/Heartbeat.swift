@@ -29,7 +29,8 @@ final class Heartbeat: Sendable {
     /// This thread is the one a test stalls (TestBounds.stallVariable).
     private let stalls: Bool
 
-    /// The heartbeat of the calling thread, in the list from now on. `wake` makes it turn though no work came.
+    /// A thread's heartbeat, in the list from now on, as if it had just turned. `wake` makes it turn
+    /// though no work came.
     init(_ name: String, serves: String, bound: Duration, wake: @escaping @Sendable () -> Void) {
         self.name = name
         self.serves = serves
@@ -37,16 +38,14 @@ final class Heartbeat: Sendable {
         boundNanoseconds = MonotonicClock.nanoseconds(in: self.bound)
         self.wake = wake
         stalls = Heartbeat.stalled == name
-        turning()
+        record(due: boundNanoseconds)
         Heartbeat.all.withLock { $0.append(self) }
         if stalls, Heartbeat.stallArmed.load(ordering: .relaxed) { wake() }
     }
 
     /// Each time round the thread's loop.
     func turning() {
-        let now = MonotonicClock.nanoseconds()
-        turned.store(now, ordering: .relaxed)
-        due.store(now.saturatingAdd(boundNanoseconds), ordering: .relaxed)
+        record(due: boundNanoseconds)
         if stalls, Heartbeat.stallArmed.load(ordering: .relaxed) { Heartbeat.stallForever() }
     }
 
@@ -60,10 +59,14 @@ final class Heartbeat: Sendable {
 
     /// The thread goes to sleep for work for at most `timeout` ms (-1: none); it turns when it wakes.
     func waiting(timeout: Int32) {
+        record(due: timeout < 0 ? .max : (UInt64(timeout) * 1_000_000).saturatingAdd(boundNanoseconds))
+    }
+
+    /// A turn now, and the next one due within `nanoseconds` (`.max`: none is).
+    private func record(due nanoseconds: UInt64) {
         let now = MonotonicClock.nanoseconds()
         turned.store(now, ordering: .relaxed)
-        let wakesBy = timeout < 0 ? UInt64.max : now.saturatingAdd(UInt64(timeout) * 1_000_000).saturatingAdd(boundNanoseconds)
-        due.store(wakesBy, ordering: .relaxed)
+        due.store(now.saturatingAdd(nanoseconds), ordering: .relaxed)
     }
 
     /// The thread has ended: it is no longer watched.
