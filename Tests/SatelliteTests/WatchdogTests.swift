@@ -29,8 +29,15 @@ struct WatchdogTests {
         for room in ["den", "hall", "study"] {
             #expect(try await daemon.ctl("room", room).status == 0)
         }
-        // Four seconds of pings: longer than any bound, so an idle thread counted as stuck would have stopped them.
-        #expect(await daemon.notify.nth(8, of: ["WATCHDOG=1"]) != nil)
+        // Four seconds of pings: longer than any bound, so an idle thread counted as stuck would have stopped them
+        // (and said so first).
+        let first = await withTaskGroup(of: String?.self) { group in
+            group.addTask { await daemon.notify.nth(8, of: ["WATCHDOG=1"]) }
+            group.addTask { await daemon.notify.first(of: Self.threads.map { "STATUS=The \($0) thread" }) }
+            defer { group.cancelAll() }
+            return await group.next() ?? nil
+        }
+        #expect(first == "WATCHDOG=1", "\(first ?? "nothing")")
         #expect(!daemon.stderr.contains("has not turned"), Comment(rawValue: daemon.stderr))
         let names = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon.pid)/task")
             .compactMap { try? String(contentsOfFile: "/proc/\(daemon.pid)/task/\($0)/comm", encoding: .utf8) }
