@@ -18,4 +18,20 @@ import Testing
         #expect(TestBounds.recheckSeconds("61") == 60)
         #expect(TestBounds.recheckSeconds("-5") == 60)
     }
+
+    @Test func eachThreadKeepsItsOwnBoundUnlessATestAsksForOneToSixtySeconds() {
+        #expect(TestBounds.turnSeconds(nil) == nil)
+        #expect(TestBounds.turnSeconds("2") == 2)
+        #expect(TestBounds.turnSeconds("0") == nil, "every thread late at once")
+        #expect(TestBounds.turnSeconds("61") == nil)
+        #expect(TestBounds.turnSeconds("soon") == nil)
+    }
+
+    @Test func aStalledThreadIsNamedInLowerCaseOrNotAtAll() {
+        #expect(TestBounds.stalledThread(nil) == nil)
+        #expect(TestBounds.stalledThread("") == nil)
+        #expect(TestBounds.stalledThread("audio") == "audio")
+        #expect(TestBounds.stalledThread("Audio") == nil)
+        #expect(TestBounds.stalledThread("audio thread") == nil)
+    }
 }

@@ -17,6 +17,8 @@ private final class TestSink: CaptureSink {
     private let endsIn: AsyncStream<CaptureSinkEnd>.Continuation
     /// The periods heard, and the threads they were heard on.
     let heardSoFar = Mutex<(periods: [[Int16]], threads: Set<String>)>(([], []))
+    /// The threads it heard its ends on.
+    let endedOn = Mutex<[String]>([])
 
     init(at: Int, verdict: @escaping @Sendable ([Int16]) -> CaptureSinkVerdict) {
         self.at = at
@@ -24,10 +26,13 @@ private final class TestSink: CaptureSink {
         (ends, endsIn) = AsyncStream.makeStream(of: CaptureSinkEnd.self)
     }
 
+    /// The kernel's name for the calling thread (pthread_getname_np is a GNU extension Swift does not see).
+    private var thread: String {
+        ((try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     func heard(_ samples: [Int16]) -> CaptureSinkVerdict {
-        // The kernel's name for the thread (pthread_getname_np is a GNU extension Swift does not see).
-        let thread = ((try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "")
-            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let thread = thread
         let count = heardSoFar.withLock { heard in
             heard.periods.append(samples)
             heard.threads.insert(thread)
@@ -36,7 +41,11 @@ private final class TestSink: CaptureSink {
         return count == at ? verdict(samples) : .more
     }
 
-    func ended(_ how: CaptureSinkEnd) { endsIn.yield(how) }
+    func ended(_ how: CaptureSinkEnd) {
+        let thread = thread
+        endedOn.withLock { $0.append(thread) }
+        endsIn.yield(how)
+    }
 
     /// No more ends are looked for.
     func finish() { endsIn.finish() }
@@ -44,6 +53,23 @@ private final class TestSink: CaptureSink {
 
 @Suite("a sink on the microphone", .timeLimit(.minutes(1)))
 struct CaptureSinkTests {
+    @Test("a second sink on a device that feeds one is told at once that it is not fed, on the audio thread like everything a sink hears")
+    func secondSink() async throws {
+        let alsa = try ALSAFixture.shared()
+        let infile = alsa.path("second-sink.raw")
+        try alsa.writeRaw(NumberedRamp.samples(16000), to: infile)
+        let device = try ALSACaptureDevice.open(device: alsa.microphone(infile: infile))
+        let fed = TestSink(at: 0) { _ in .more }
+        _ = device.feed(fed)
+        let refused = TestSink(at: 0) { _ in .more }
+        _ = device.feed(refused)
+        var ends = refused.ends.makeAsyncIterator()
+        #expect(await ends.next() == .stopped)
+        #expect(refused.endedOn.withLock { $0 } == ["audio"])
+        device.stop()
+        await device.closed()
+    }
+
     @Test("a sink hears each period on the audio thread; its hand-over there loses no period before the next open")
     func handOverInTheSameWakeUp() async throws {
         let alsa = try ALSAFixture.shared()

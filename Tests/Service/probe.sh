@@ -498,6 +498,37 @@ t_watchdog() {
   echo "stopped with SIGSTOP, killed on the watchdog timeout and restarted (pid $pid -> $(prop MainPID))"
 }
 
+# A stuck thread (the daemon's test hook stops it at its first turn after the
+# third WATCHDOG=1): the watchdog stops, the journal names the thread, and
+# systemd kills and restarts the daemon. The drop-in alone sets the hook.
+t_stalled_thread() {
+  local thread=$1 pid restarts since counted
+  mkdir -p /run/systemd/system/$unit.d
+  printf '[Service]\nWatchdogSec=3\nEnvironment=PARLOUR_SATELLITE_TEST_STALL=%s PARLOUR_SATELLITE_TEST_TURN_S=2\n' "$thread" \
+    > /run/systemd/system/$unit.d/stall-probe.conf
+  systemctl daemon-reload
+  systemctl reset-failed $unit  # the start limit: each check starts it twice and systemd once
+  systemctl restart $unit || { echo "the start failed"; return 1; }
+  pid="$(prop MainPID)" restarts="$(prop NRestarts)"
+  since="$(date '+%Y-%m-%d %H:%M:%S')"
+  restarted() { [[ "$(prop MainPID)" != "$pid" && "$(prop MainPID)" != 0 && "$(prop ActiveState)" == active ]]; }
+  wait_until 60 restarted || { echo "not restarted within 60 s (state $(prop ActiveState)/$(prop SubState))"; return 1; }
+  counted="$(prop NRestarts)"
+  rm -f /run/systemd/system/$unit.d/stall-probe.conf
+  systemctl daemon-reload
+  systemctl reset-failed $unit
+  systemctl restart $unit
+  journalctl -u parlour-satellite --since "$since" --no-pager > /out/stall-$thread.log
+  grep -q "The $thread thread has not turned for" /out/stall-$thread.log ||
+    { echo "the journal does not name the $thread thread"; return 1; }
+  grep -q "Watchdog timeout" /out/stall-$thread.log || { echo "the journal has no watchdog timeout"; return 1; }
+  (( counted > restarts )) || { echo "NRestarts went from $restarts to $counted"; return 1; }
+  grep -m 1 "The $thread thread has not turned for" /out/stall-$thread.log | sed 's/^.*\]: //'
+  echo "the journal named the stuck $thread thread, systemd's watchdog killed it and restarted it (pid $pid -> NRestarts $counted)"
+}
+t_stalled_audio() { t_stalled_thread audio; }
+t_stalled_main() { t_stalled_thread main; }
+
 t_bad_config() {
   set_config '{"server": {"url": 5}}'
   if systemctl restart $unit 2>/dev/null; then echo "the unit started with a bad config"; return 1; fi
@@ -601,6 +632,8 @@ check "wake word local: no seccomp, EPERM or TensorFlow Lite error in the journa
 check "wake word: libtensorflowlite_c.so mapped only with wake local" t_wake_maps
 check "systemctl stop" t_stop
 check "watchdog" t_watchdog
+check "watchdog: a stuck audio thread" t_stalled_audio
+check "watchdog: a stuck main loop" t_stalled_main
 check "bad config" t_bad_config
 check "start limit and reset-failed" t_start_limit
 check "reinstall" t_reinstall

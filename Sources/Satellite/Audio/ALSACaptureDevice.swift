@@ -79,11 +79,12 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
     private let engine: AudioEngine
     private let stopping = Atomic<Bool>(false)
     private let overrunCount = Atomic<Int>(0)
-    private let life = Mutex(Life())
+    // The lock order: `life` first; `consumer` or `listeners` may be taken under it, never the other way.
+    private let life = OrderedLock(Life(), rank: 1, name: "the capture device's life")
     /// Listeners in (`copies()`): each gets every chunk the consumer gets.
-    private let listeners = Mutex<[Int: AsyncStream<CaptureChunk>.Continuation]>([:])
+    private let listeners = OrderedLock<[Int: AsyncStream<CaptureChunk>.Continuation]>([:], rank: 2, name: "its listeners")
     /// Who gets the chunks: the consumer's stream, or (detached) a backlog for the next one.
-    private let consumer = Mutex(Consumer.none)
+    private let consumer = OrderedLock(Consumer.none, rank: 2, name: "its consumer")
     /// The attached consumer's id (-1 for none), set with `consumer`, for its onTermination to read without the lock.
     private let consumerID = Atomic<Int>(-1)
 
@@ -162,7 +163,8 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
             return !life.started && !life.closed
         }
         guard first else {
-            sink.ended(.stopped)
+            // On the audio thread, as a sink is told everything.
+            engine.perform { sink.ended(.stopped) }
             return CaptureFeed(device: self, sink: sink)
         }
         consumer.withLock { $0 = .sink(sink) }
@@ -302,6 +304,7 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
     var deadline: UInt64? { nil }
 
     func begin() -> Bool {
+        engine.owner.assertCurrent()
         chunk = [Int16](repeating: 0, count: periodFrames * channels)
         if stopping.load(ordering: .acquiring) { return end(nil) }
         if let error = call(snd_pcm_start(pcm), "snd_pcm_start") { return end(error) }
@@ -314,6 +317,7 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
 
     /// Reads what the device has, yielding each whole period as it fills.
     func service(revents: UInt16, now: UInt64) -> Bool {
+        engine.owner.assertCurrent()
         if stopping.load(ordering: .acquiring) { return end(nil) }
         guard revents != 0 else { return true }
         while true {

@@ -133,6 +133,7 @@ public final class ALSAPlaybackDevice: AudioEngineSide, @unchecked Sendable {
     private var periodNs: UInt64 { UInt64(max(1, periodFrames * 1000 / rate)) * 1_000_000 }
 
     func begin() -> Bool {
+        engine.owner.assertCurrent()
         if audio.frameCount == 0 { return end(.success(PlaybackOutcome(ending: .finished, framesWritten: 0))) }
         engine.speakerOpened(self, pcm: pcm)
         // Filled at once: a device not started yet may not say (through poll) that it has room.
@@ -140,6 +141,7 @@ public final class ALSAPlaybackDevice: AudioEngineSide, @unchecked Sendable {
     }
 
     func service(revents: UInt16, now: UInt64) -> Bool {
+        engine.owner.assertCurrent()
         if isCancelled() { return stopNow() }
         switch stage {
         case .writing:

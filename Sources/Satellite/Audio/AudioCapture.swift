@@ -194,9 +194,6 @@ public actor AudioCapture {
         }
     }
 
-    /// Answers the watchdog: the actor is not stuck.
-    public func ping() -> Bool { true }
-
     /// The health as last published.
     public var health: DeviceHealth { watch.health }
 

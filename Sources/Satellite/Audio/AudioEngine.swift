@@ -58,8 +58,9 @@ public final class AudioEngine: @unchecked Sendable {
     private var sides: [any AudioEngineSide] = []
     /// The sockets being driven. The audio thread's alone.
     private var sockets: [any AudioEngineSocket] = []
-    /// The audio thread, once it runs: a socket written from it needs no wake-up.
-    private let thread = Mutex<pthread_t?>(nil)
+    /// The audio thread, once it runs: what it owns asserts it is called there, and a socket
+    /// written from it needs no wake-up.
+    let owner = OwnerThread("audio")
     /// The microphone's processing, nil when it is all off. The audio thread's alone.
     private var processor: EchoCanceller?
 
@@ -104,9 +105,7 @@ public final class AudioEngine: @unchecked Sendable {
     }
 
     /// Whether the caller is the audio thread.
-    var isCurrent: Bool {
-        thread.withLock { audio in audio.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
-    }
+    var isCurrent: Bool { owner.isCurrent }
 
     /// Processes what the microphone hears from its next period on (nothing, when all is off);
     /// `notice` is told on the audio thread of a delay measured or the canceller switched off.
@@ -116,19 +115,23 @@ public final class AudioEngine: @unchecked Sendable {
 
     // The sides tell the processor what they do; on the audio thread.
     func speakerOpened(_ speaker: ALSAPlaybackDevice, pcm: OpaquePointer) {
+        owner.assertCurrent()
         processor?.speakerOpened(speaker, pcm: pcm)
     }
 
     func speakerWrote(_ samples: UnsafeBufferPointer<Int16>, frames: Int, by speaker: ALSAPlaybackDevice, pcm: OpaquePointer) {
+        owner.assertCurrent()
         guard let processor, processor.wantsReference else { return }
         processor.played(samples, frames: frames, by: speaker, pcm: pcm, now: MonotonicClock.nanoseconds())
     }
 
     func microphoneOpened(_ device: String, pcm: OpaquePointer) {
+        owner.assertCurrent()
         processor?.microphoneOpened(device, pcm: pcm)
     }
 
     func microphoneRead(_ chunk: inout [Int16], pcm: OpaquePointer) {
+        owner.assertCurrent()
         processor?.heard(&chunk, pcm: pcm, now: MonotonicClock.nanoseconds())
     }
 
@@ -136,9 +139,11 @@ public final class AudioEngine: @unchecked Sendable {
     func wakeUp() { wakePipe.wake() }
 
     private func loop() {
-        thread.withLock { $0 = pthread_self() }
+        owner.claim()
         var fds: [pollfd] = []
         var counts: [Int] = []
+        let heartbeat = Heartbeat("audio", serves: "the microphone, the speaker and the /listen socket",
+                                  bound: .seconds(10)) { [wakePipe] in wakePipe.wake() }
         while true {
             for job in inbox.withLock({ inbox in defer { inbox.jobs.removeAll() }; return inbox.jobs }) { job() }
             fds.removeAll(keepingCapacity: true)
@@ -174,7 +179,7 @@ public final class AudioEngine: @unchecked Sendable {
                 fds.append(socket.pollRequest(periodic: periodic) ?? pollfd(fd: -1, events: 0, revents: 0))
                 wake(by: socket.socketDeadline(periodic: periodic))
             }
-            _ = poll(&fds, nfds_t(fds.count), timeout)
+            _ = heartbeat.sleeping(timeout: timeout) { poll(&fds, nfds_t(fds.count), timeout) }
             if fds[0].revents != 0 { wakePipe.drain() }
             let now = MonotonicClock.nanoseconds()
             var index = 1

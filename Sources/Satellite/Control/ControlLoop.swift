@@ -19,6 +19,8 @@ final class ControlLoop: @unchecked Sendable {
     private let limits: ControlLimits
     private let stopping = Atomic<Bool>(false)
     private let wakePipe: WakePipe
+    /// The loop's thread, which alone touches what follows.
+    private let owner = OwnerThread("control")
 
     // Touched by the loop's thread alone.
     private var listenFD: Int32
@@ -67,6 +69,9 @@ final class ControlLoop: @unchecked Sendable {
     /// The loop; returns once stopped and every connection is closed.
     func run() {
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        owner.claim()
+        let heartbeat = Heartbeat("control", serves: "every parlourctl request", bound: .seconds(10)) { [wakePipe] in wakePipe.wake() }
+        defer { heartbeat.ended() }
         while true {
             if stopping.load(ordering: .relaxed), listenFD >= 0 {
                 close(listenFD)
@@ -88,7 +93,8 @@ final class ControlLoop: @unchecked Sendable {
                 if slot.connection.life.withLock({ $0.sent < $0.out.count }) { events |= Int16(POLLOUT) }
                 fds.append(pollfd(fd: slot.connection.fd, events: events, revents: 0))
             }
-            let ready = poll(&fds, nfds_t(fds.count), timeout(now))
+            let wait = timeout(now)
+            let ready = heartbeat.sleeping(timeout: wait) { poll(&fds, nfds_t(fds.count), wait) }
             if ready < 0 { continue }  // EINTR; nothing else is expected of valid descriptors
             if fds[0].revents != 0 { wakePipe.drain() }
 
@@ -109,6 +115,7 @@ final class ControlLoop: @unchecked Sendable {
     // MARK: Accepting
 
     private func acceptClients() {
+        owner.assertCurrent()
         for _ in 0..<Self.acceptBatch {
             let fd = accept(listenFD, nil, nil)
             if fd < 0 {
@@ -174,6 +181,7 @@ final class ControlLoop: @unchecked Sendable {
     // MARK: Reading
 
     private func read(_ i: Int, into chunk: inout [UInt8]) {
+        owner.assertCurrent()
         let fd = slots[i].connection.fd
         let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
         if n < 0, errno == EAGAIN || errno == EINTR { return }
@@ -222,6 +230,7 @@ final class ControlLoop: @unchecked Sendable {
     // MARK: Writing and closing
 
     private func flush(_ i: Int) {
+        owner.assertCurrent()
         let fd = slots[i].connection.fd
         let written = slots[i].connection.life.withLock { l -> Int in
             guard l.sent < l.out.count else { return 0 }
@@ -240,6 +249,7 @@ final class ControlLoop: @unchecked Sendable {
 
     /// The client went away or stopped reading: nothing more is written to it.
     private func drop(_ i: Int) {
+        owner.assertCurrent()
         slots[i].connection.life.withLock {
             $0.out = []
             $0.sent = 0
@@ -255,6 +265,7 @@ final class ControlLoop: @unchecked Sendable {
 
     /// Closes every connection asked to close whose output is written.
     private func closeFinished() {
+        owner.assertCurrent()
         slots.removeAll { slot in
             let done = slot.connection.life.withLock { l -> Bool in
                 guard l.closing, l.sent >= l.out.count, !l.closed else { return false }

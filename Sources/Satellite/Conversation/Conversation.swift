@@ -199,8 +199,6 @@ public actor Conversation {
         await driver.apply(muted ? .mute : .unmute)
     }
 
-    public func ping() -> Bool { true }
-
     // MARK: The record transport's actions
 
     /// Carries out one of the machine's actions (TurnDriver, one at a time); `audio` is the answer a `play` plays.

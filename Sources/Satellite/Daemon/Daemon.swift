@@ -184,12 +184,12 @@ public final class Daemon: Sendable {
         services.append(Service("resident pages") { await ResidentPages.run(bus: bus) })
         // Last, so it stops first: no wake starts a turn while the rest stops.
         if let wakeWordService { services.append(Service("wake word") { await wakeWordService.run() }) }
+        // WATCHDOG=1 while every thread turns (Watchdog).
         if let interval = notifier.watchdogInterval {
-            var pings: [@Sendable () async -> Bool] = [
-                { await conversation.ping() }, { await link.ping() }, { await discovery.ping() }, { await chooser.ping() }, { await capture.ping() }, { await playback.ping() },
-            ]
-            if let wakeWordService { pings.append { await wakeWordService.ping() } }
-            services.append(Service("watchdog") { [pings] in await notifier.watchdog(every: interval, pings: pings) })
+            services.append(Service("watchdog") {
+                Watchdog.start(interval: interval, journal: journal)
+                await Service.untilCancelled()
+            })
         }
 
         let runner = ServiceRunner(services, deadline: Self.stopDeadline, bus: bus) { parts in

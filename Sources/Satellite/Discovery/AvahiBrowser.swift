@@ -54,6 +54,13 @@ public final class AvahiBrowser: @unchecked Sendable {
     private var resolvers: [Record: OpaquePointer] = [:]
     private var backoff = Backoff(first: .seconds(1), cap: .seconds(30))
     private var retained: Unmanaged<AvahiBrowser>?
+    /// The poll thread, claimed at its first callback; `turn` asserts every later one runs there.
+    private let owner = OwnerThread("avahi")
+    /// How deep in our callbacks the poll thread is (one runs inside another: `avahi_client_new`).
+    private var depth = 0
+    private var claimed = false
+    /// What the watchdog sees of the poll thread: our callbacks, where its blocking D-Bus calls are made.
+    private var heartbeat: Heartbeat?
 
     public init(serviceType: String = "_parlour._tcp") {
         self.serviceType = serviceType
@@ -74,10 +81,15 @@ public final class AvahiBrowser: @unchecked Sendable {
         retained = me
         let api = avahi_threaded_poll_get(poll)!
         reconnectTimer = api.pointee.timeout_new(api, nil, { _, userdata in
-            AvahiBrowser.from(userdata).connect()
+            let me = AvahiBrowser.from(userdata)
+            me.turn { me.connect() }
         }, me.toOpaque())
         arm(afterMilliseconds: 0)
+        heartbeat = Heartbeat("avahi", serves: "Bonjour's view of the servers", bound: .seconds(60),
+                              wake: AvahiBrowser.waker(poll, me))
+        heartbeat?.waiting(timeout: -1)
         if avahi_threaded_poll_start(poll) < 0 {
+            heartbeat?.ended()
             avahi_threaded_poll_free(poll)
             self.poll = nil
             me.release()
@@ -91,6 +103,8 @@ public final class AvahiBrowser: @unchecked Sendable {
     public func stop() {
         guard let poll else { return }
         avahi_threaded_poll_stop(poll)
+        heartbeat?.ended()
+        heartbeat = nil
         if let client { avahi_client_free(client) }
         client = nil
         resolvers.removeAll()
@@ -107,6 +121,40 @@ public final class AvahiBrowser: @unchecked Sendable {
     }
 
     private var userdata: UnsafeMutableRawPointer { retained!.toOpaque() }
+
+    /// Each of Avahi's calls into the browser, on the poll thread: the watchdog sees that thread turn
+    /// here, and stuck here in a call it makes (they wait on D-Bus); between them it waits for work.
+    private func turn(_ body: () -> Void) {
+        if depth == 0 {
+            if !claimed {
+                owner.claim()
+                claimed = true
+            }
+            owner.assertCurrent()
+            heartbeat?.turning()
+        }
+        depth += 1
+        body()
+        depth -= 1
+        if depth == 0 { heartbeat?.waiting(timeout: -1) }
+    }
+
+    /// Makes the poll thread turn (a test's stall): a timeout due now, added under the poll's lock.
+    private static func waker(_ poll: OpaquePointer, _ me: Unmanaged<AvahiBrowser>) -> @Sendable () -> Void {
+        let (pollAddress, meAddress) = (Int(bitPattern: poll), Int(bitPattern: me.toOpaque()))
+        return {
+            guard let poll = OpaquePointer(bitPattern: pollAddress) else { return }
+            avahi_threaded_poll_lock(poll)
+            let api = avahi_threaded_poll_get(poll)!
+            var now = timeval()
+            avahi_elapse_time(&now, 0, 0)
+            _ = api.pointee.timeout_new(api, &now, { _, userdata in
+                let me = AvahiBrowser.from(userdata)
+                me.turn {}
+            }, UnsafeMutableRawPointer(bitPattern: meAddress))
+            avahi_threaded_poll_unlock(poll)
+        }
+    }
 
     // MARK: The client (poll thread)
 
@@ -127,7 +175,8 @@ public final class AvahiBrowser: @unchecked Sendable {
         guard let poll else { return }
         var error: Int32 = 0
         let made = avahi_client_new(avahi_threaded_poll_get(poll), AVAHI_CLIENT_NO_FAIL, { client, state, userdata in
-            AvahiBrowser.from(userdata).clientChanged(client, state)
+            let me = AvahiBrowser.from(userdata)
+            me.turn { me.clientChanged(client, state) }
         }, userdata, &error)
         guard let made else {
             continuation.yield(.daemonAvailable(false, reason: AvahiError(function: "avahi_client_new", code: error)))
@@ -162,8 +211,10 @@ public final class AvahiBrowser: @unchecked Sendable {
         let browser = avahi_service_browser_new(
             client, AvahiIfIndex(AVAHI_IF_UNSPEC), AvahiProtocol(AVAHI_PROTO_UNSPEC), serviceType, nil, AvahiLookupFlags(0),
             { _, interface, proto, event, name, type, domain, _, userdata in
-                AvahiBrowser.from(userdata).browsed(event, Record(
-                    interface: interface, proto: proto, name: string(name), type: string(type), domain: string(domain)))
+                let me = AvahiBrowser.from(userdata)
+                me.turn {
+                    me.browsed(event, Record(interface: interface, proto: proto, name: string(name), type: string(type), domain: string(domain)))
+                }
             }, userdata)
         if browser == nil {
             continuation.yield(.failed(AvahiError(function: "avahi_service_browser_new", code: avahi_client_errno(client))))
@@ -183,19 +234,21 @@ public final class AvahiBrowser: @unchecked Sendable {
                 client, record.interface, record.proto, record.name, record.type, record.domain, record.proto,
                 AvahiLookupFlags(0),
                 { resolver, interface, proto, event, name, type, domain, host, address, port, txt, _, userdata in
-                    let record = Record(interface: interface, proto: proto, name: string(name), type: string(type), domain: string(domain))
                     let me = AvahiBrowser.from(userdata)
-                    me.resolvers.removeValue(forKey: record)
-                    if event == AVAHI_RESOLVER_FOUND, let address {
-                        let interfaceName = AvahiBrowser.interfaceName(interface)
-                        me.continuation.yield(.found(DiscoveredServer(
-                            name: record.name, host: string(host), port: Int(port),
-                            addresses: [AvahiBrowser.text(address, interface: interfaceName)],
-                            txt: DiscoveredServer.txtRecord(AvahiBrowser.strings(txt)), interface: interfaceName),
-                            record: record))
+                    me.turn {
+                        let record = Record(interface: interface, proto: proto, name: string(name), type: string(type), domain: string(domain))
+                        me.resolvers.removeValue(forKey: record)
+                        if event == AVAHI_RESOLVER_FOUND, let address {
+                            let interfaceName = AvahiBrowser.interfaceName(interface)
+                            me.continuation.yield(.found(DiscoveredServer(
+                                name: record.name, host: string(host), port: Int(port),
+                                addresses: [AvahiBrowser.text(address, interface: interfaceName)],
+                                txt: DiscoveredServer.txtRecord(AvahiBrowser.strings(txt)), interface: interfaceName),
+                                record: record))
+                        }
+                        // A failed resolution (the service vanished, or timed out) is left for REMOVE to report.
+                        avahi_service_resolver_free(resolver)
                     }
-                    // A failed resolution (the service vanished, or timed out) is left for REMOVE to report.
-                    avahi_service_resolver_free(resolver)
                 }, userdata)
             if let resolver {
                 resolvers[record] = resolver

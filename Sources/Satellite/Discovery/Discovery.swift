@@ -69,9 +69,6 @@ public actor Discovery {
         return stream
     }
 
-    /// For the watchdog: the actor answers.
-    public func ping() -> Bool { true }
-
     private func handle(_ event: AvahiBrowser.Event) {
         switch event {
         case .found(let server, let record):

@@ -90,6 +90,7 @@ final class HTTPLoop: @unchecked Sendable {
     private func run() {
         var fds: [pollfd] = []
         var polled: [Int] = []
+        let heartbeat = Heartbeat("http", serves: "every HTTP request", bound: .seconds(10)) { [wakePipe] in wakePipe.wake() }
         while true {
             wakePipe.drain()
             let now = MonotonicClock.nanoseconds()
@@ -117,7 +118,7 @@ final class HTTPLoop: @unchecked Sendable {
             }
             // Nothing due: asleep until the pipe wakes it.
             let timeout = deadline == .max ? -1 : MonotonicClock.pollTimeout(until: deadline, from: MonotonicClock.nanoseconds())
-            _ = poll(&fds, nfds_t(fds.count), timeout)
+            _ = heartbeat.sleeping(timeout: timeout) { poll(&fds, nfds_t(fds.count), timeout) }
             let after = MonotonicClock.nanoseconds()
             var events = [Int16](repeating: 0, count: running.count)
             for (slot, index) in polled.enumerated() { events[index] = fds[slot + 1].revents }

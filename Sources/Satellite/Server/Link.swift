@@ -301,7 +301,6 @@ public actor Link {
     }
 
     public var current: ServerHealth { health }
-    public func ping() -> Bool { true }
 
     // MARK: The /listen stream
 

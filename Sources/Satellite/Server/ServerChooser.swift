@@ -83,8 +83,6 @@ public actor ServerChooser {
         }
     }
 
-    public func ping() -> Bool { true }
-
     // MARK: Commands
 
     /// `servers`: what Bonjour finds, the pinned one marked.

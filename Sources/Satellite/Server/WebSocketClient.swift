@@ -59,7 +59,8 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     /// The wss server's pinned public key (`sha256/<base64>`), checked once TLS is up.
     private let pinnedKey: String?
     private let engine = AudioEngine.shared
-    private let shared = Mutex(Shared())
+    /// May be taken under ListenSink's route (rank 1), which queues the room's periods here.
+    private let shared = OrderedLock(Shared(), rank: 2, name: "the socket's queue")
     private let untaken: UntakenEvents
 
     /// What other threads hand to the audio thread.
@@ -254,6 +255,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     // MARK: The audio thread
 
     func pollRequest(periodic: Bool) -> pollfd? {
+        engine.owner.assertCurrent()
         guard let connection, connection.fd >= 0 else { return nil }
         switch phase {
         case .connecting: return pollfd(fd: connection.fd, events: connection.events(writing: false), revents: 0)
@@ -275,6 +277,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     }
 
     func socketDeadline(periodic: Bool) -> UInt64? {
+        engine.owner.assertCurrent()
         switch phase {
         case .waiting, .finished: return 0
         case .connecting: return min(openBy, connection?.addressBy ?? .max)
@@ -292,6 +295,7 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
     }
 
     func service(socketEvents: Int16, now: UInt64, periodic: Bool) -> Bool {
+        engine.owner.assertCurrent()
         if phase == .waiting { begin(now) }
         if phase == .connecting || phase == .upgrading {
             if shared.withLock({ $0.wantClose }) {

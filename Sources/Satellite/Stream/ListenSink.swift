@@ -17,7 +17,8 @@ final class ListenSink: CaptureSink, @unchecked Sendable {
     let periods: AsyncStream<CaptureChunk>
     private let periodsIn: AsyncStream<CaptureChunk>.Continuation
     /// Where periods go: the socket the room goes up on (nil: not now), and whether to ListenStream.
-    private let route = Mutex<(room: WebSocketClient?, turn: Bool)>((nil, false))
+    /// Taken before the socket's own queue (the message is queued under it), never under it.
+    private let route = OrderedLock<(room: WebSocketClient?, turn: Bool)>((nil, false), rank: 1, name: "the listen sink's route")
     /// The audio thread's: frames the room's periods as the server's 80 ms messages.
     private var batcher = FrameBatcher()
 
@@ -37,6 +38,7 @@ final class ListenSink: CaptureSink, @unchecked Sendable {
     }
 
     func heard(_ samples: [Int16]) -> CaptureSinkVerdict {
+        AudioEngine.shared.owner.assertCurrent()
         route.withLock { route in
             if let room = route.room {
                 if let message = batcher.add(samples) { _ = room.sendBinary(message) }
@@ -49,6 +51,7 @@ final class ListenSink: CaptureSink, @unchecked Sendable {
     }
 
     func ended(_ how: CaptureSinkEnd) {
+        AudioEngine.shared.owner.assertCurrent()
         if case .failed(let error) = how { periodsIn.yield(.failed(error)) }
         periodsIn.finish()
     }

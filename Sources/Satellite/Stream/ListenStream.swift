@@ -603,7 +603,6 @@ public actor ListenStream {
         }
     }
 
-    public func ping() -> Bool { true }
 }
 
 extension ListenStream: TurnEffects {}

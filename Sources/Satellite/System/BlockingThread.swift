@@ -13,18 +13,23 @@ import Synchronization
 
 final class BlockingThread: Sendable {
     /// State files and group look-ups.
-    static let local = BlockingThread(name: "blocking")
+    static let local = BlockingThread(name: "blocking", serves: "the state files and the control requests' group checks")
     /// Name look-ups.
-    static let lookups = BlockingThread(name: "lookup")
+    static let lookups = BlockingThread(name: "lookup", serves: "every look-up of a server's name")
     /// The journal's records (Journal.run): journald or stderr may stop taking them.
-    static let journal = BlockingThread(name: "journal")
+    static let journal = BlockingThread(name: "journal", serves: "the journal's records")
     /// systemd's notifications (Notifier): its manager may stop reading them.
-    static let notify = BlockingThread(name: "notify")
+    static let notify = BlockingThread(name: "notify", serves: "systemd's notifications")
+
+    /// How long one job may take before the watchdog counts the thread as stuck: a look-up may wait
+    /// on DNS timeouts and a state file's fsync on a slow SD card, but not for a minute.
+    static let bound: Duration = .seconds(60)
 
     private let queue: Queue
 
     /// A thread of its own: only for a test that must hold one part's jobs and not the others'.
-    init(name: String) { queue = Queue(name: name) }
+    /// `serves`: what waits while it is stuck, for the journal.
+    init(name: String, serves: String = "its jobs") { queue = Queue(name: name, serves: serves) }
 
     /// Runs `body` on this thread and returns its value; the caller's task is suspended,
     /// never its thread. Jobs run one at a time, in the order they came.
@@ -49,6 +54,7 @@ final class BlockingThread: Sendable {
 
     private final class Queue: Sendable {
         private let name: String
+        private let serves: String
         private let jobs = Mutex<(waiting: [@Sendable () -> Void], started: Bool)>(([], false))
         /// Counts the jobs waiting; the thread sleeps on it. Allocated once and never freed (the queue lives as long as the process).
         nonisolated(unsafe) private let count: UnsafeMutablePointer<sem_t> = {
@@ -57,7 +63,10 @@ final class BlockingThread: Sendable {
             return semaphore
         }()
 
-        init(name: String) { self.name = name }
+        init(name: String, serves: String) {
+            self.name = name
+            self.serves = serves
+        }
 
         func add(_ job: @escaping @Sendable () -> Void) {
             let start = jobs.withLock { state in
@@ -80,8 +89,10 @@ final class BlockingThread: Sendable {
         }
 
         private func serve() {
+            // Woken with a job that does nothing.
+            let heartbeat = Heartbeat(name, serves: serves, bound: BlockingThread.bound) { [self] in add {} }
             while true {
-                while sem_wait(count) != 0 {}  // EINTR
+                heartbeat.sleeping(timeout: -1) { while sem_wait(count) != 0 {} }  // EINTR
                 take()?()
             }
         }

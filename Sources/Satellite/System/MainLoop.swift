@@ -121,6 +121,8 @@ final class MainLoopExecutor: MainExecutor, TaskExecutor, SchedulingExecutor, Se
     func run() {
         var jobs: [UnownedJob] = []
         var request = [wakePipe.pollRequest]
+        let heartbeat = Heartbeat("main", serves: "every task and actor (control requests, turns, the server's link)",
+                                  bound: .seconds(10)) { [wakePipe] in wakePipe.wake() }
         while true {
             let timeout: Int32? = queue.withLock { queue in
                 guard !queue.stopped else { return nil }
@@ -135,10 +137,11 @@ final class MainLoopExecutor: MainExecutor, TaskExecutor, SchedulingExecutor, Se
             }
             guard let timeout else { return }
             if jobs.isEmpty {
-                if poll(&request, 1, timeout) > 0 { wakePipe.drain() }
+                if heartbeat.sleeping(timeout: timeout, { poll(&request, 1, timeout) }) > 0 { wakePipe.drain() }
                 queue.withLock { $0.sleeping = false }
                 continue
             }
+            heartbeat.turning()
             for job in jobs { job.runSynchronously(on: asUnownedSerialExecutor()) }
             jobs.removeAll(keepingCapacity: true)
         }

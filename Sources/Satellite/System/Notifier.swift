@@ -1,8 +1,7 @@
 // Tells systemd how the satellite is: READY=1 once the control socket accepts,
-// STATUS= a plain sentence for each state, STOPPING=1 on shutdown, and
-// WATCHDOG=1 only after every actor has answered a ping, so a stuck actor lets
-// the watchdog fire instead of being hidden by a bare timer. Sent from a
-// thread of its own, so a manager that stops reading stops nothing else.
+// STATUS= a plain sentence for each state, STOPPING=1 on shutdown (WATCHDOG=1 is
+// the Watchdog's). Sent from a thread of its own, so a manager that stops
+// reading stops nothing else.
 import CSystemd
 import SatelliteCore
 
@@ -49,15 +48,5 @@ public struct Notifier: Sendable {
         var usec: UInt64 = 0
         guard sd_watchdog_enabled(0, &usec) > 0, usec > 0 else { return nil }
         return .microseconds(Int64(usec))
-    }
-
-    /// Every half interval: ping every actor, then WATCHDOG=1. Ends when cancelled.
-    public func watchdog(every interval: Duration, pings: [@Sendable () async -> Bool]) async {
-        while !Task.isCancelled {
-            var alive = true
-            for ping in pings where !(await ping()) { alive = false }
-            if alive { send("WATCHDOG=1") }
-            try? await Task.sleep(for: interval / 2)
-        }
     }
 }

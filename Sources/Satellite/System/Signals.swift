@@ -36,13 +36,14 @@ public enum Signals {
         let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
         SystemThread.start(name: "signals") {
             var poll = pipe.pollRequest
+            let heartbeat = Heartbeat("signals", serves: "SIGTERM (systemctl stop)", bound: .seconds(10)) { pipe.wake() }
             while true {
                 var byte: UInt8 = 0
                 let count = read(readEnd, &byte, 1)
                 if count == 1 {
                     if case .terminated = continuation.yield(Int32(byte)) { return }
                 } else if count < 0, errno == EAGAIN {
-                    _ = Glibc.poll(&poll, 1, -1)
+                    _ = heartbeat.sleeping(timeout: -1) { Glibc.poll(&poll, 1, -1) }
                 }
             }
         }

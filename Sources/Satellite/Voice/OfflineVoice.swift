@@ -81,7 +81,7 @@ public final class OfflineVoice: Sendable {
     }
 
     /// Where espeak-ng's synth callback puts the samples; touched only on the espeak-ng thread.
-    private final class Samples: @unchecked Sendable {
+    private final class Samples {
         var values: [Int16] = []
     }
 

@@ -42,6 +42,7 @@ final class WakeWordEar: CaptureSink, @unchecked Sendable {
     }
 
     func heard(_ samples: [Int16]) -> CaptureSinkVerdict {
+        AudioEngine.shared.owner.assertCurrent()
         // The state may have moved since the service last looked; it closes the ear soon after.
         guard gate.state.withLock({ $0.listens }) else { return .stop }
         let heard: WakeWordEngine.Wake?
@@ -59,6 +60,7 @@ final class WakeWordEar: CaptureSink, @unchecked Sendable {
     }
 
     func ended(_ how: CaptureSinkEnd) {
+        AudioEngine.shared.owner.assertCurrent()
         if let wake {
             // Before the report, as before the ear ran here: the next ear finds the model afresh.
             var resetFailed: WakeWordModelError?

@@ -64,8 +64,6 @@ public actor WakeWordService {
         await children
     }
 
-    public func ping() -> Bool { true }
-
     /// Whether the gate has the ear open, told the state as it is now, not as an event said it was:
     /// a turn superseded over its answer ends here while the events of the turn that superseded it
     /// may still be on their way, and a gate still at `speaking` would open the ear and take the

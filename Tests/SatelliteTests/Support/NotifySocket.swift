@@ -14,6 +14,8 @@ final class NotifySocket: Sendable {
     private struct Waiter {
         let id: Int
         let prefixes: [String]
+        /// How many more matching lines it waits for.
+        var needed: Int
         let continuation: CheckedContinuation<String?, Never>
     }
     private let waiters = Mutex<(next: Int, all: [Waiter])>((0, []))
@@ -50,14 +52,20 @@ final class NotifySocket: Sendable {
     /// Takes `message`'s lines as received: from the daemon, or the harness's own `EXITED=`.
     func post(_ message: String) {
         let lines = message.split(separator: "\n").map(String.init)
-        received.withLock { $0.append(contentsOf: lines) }
         let hits = waiters.withLock { state -> [(CheckedContinuation<String?, Never>, String)] in
+            // Under the waiters' lock, so a waiter registering counts each line once, here or there.
+            received.withLock { $0.append(contentsOf: lines) }
             var hits: [(CheckedContinuation<String?, Never>, String)] = []
-            state.all.removeAll { waiter in
-                guard let line = lines.first(where: { line in waiter.prefixes.contains { line.hasPrefix($0) } }) else { return false }
-                hits.append((waiter.continuation, line))
-                return true
+            for index in state.all.indices {
+                let matching = lines.filter { line in state.all[index].prefixes.contains { line.hasPrefix($0) } }
+                if matching.count >= state.all[index].needed {
+                    hits.append((state.all[index].continuation, matching[state.all[index].needed - 1]))
+                    state.all[index].needed = 0
+                } else {
+                    state.all[index].needed -= matching.count
+                }
             }
+            state.all.removeAll { $0.needed == 0 }
             return hits
         }
         for (continuation, line) in hits { continuation.resume(returning: line) }
@@ -73,6 +81,14 @@ final class NotifySocket: Sendable {
 
     /// The first line, received or to come, that starts with one of `prefixes`; nil if the task is cancelled first.
     func first(of prefixes: [String]) async -> String? {
+        await nth(1, of: prefixes)
+    }
+
+    /// How many lines so far start with `prefix`.
+    func count(of prefix: String) -> Int { received.withLock { $0.filter { $0.hasPrefix(prefix) }.count } }
+
+    /// The `n`th line, received or to come, that starts with one of `prefixes`; nil if the task is cancelled first.
+    func nth(_ n: Int, of prefixes: [String]) async -> String? {
         let id = waiters.withLock { state in
             state.next += 1
             return state.next
@@ -82,8 +98,9 @@ final class NotifySocket: Sendable {
                 // Registered and checked under one lock with post()'s removal, so no line slips between.
                 let now = waiters.withLock { state -> String?? in
                     if Task.isCancelled { return .some(nil) }
-                    if let line = received.withLock({ $0.first { line in prefixes.contains { line.hasPrefix($0) } } }) { return .some(line) }
-                    state.all.append(Waiter(id: id, prefixes: prefixes, continuation: continuation))
+                    let matching = received.withLock { $0.filter { line in prefixes.contains { line.hasPrefix($0) } } }
+                    if matching.count >= n { return .some(matching[n - 1]) }
+                    state.all.append(Waiter(id: id, prefixes: prefixes, needed: n - matching.count, continuation: continuation))
                     return .none
                 }
                 if let now { continuation.resume(returning: now) }
