@@ -205,7 +205,7 @@ struct HTTPClientTests {
             let failed = await kind(of: HTTPRequest(method: "GET", url: server.url("negchunk") + "/x", totalTimeout: .seconds(20)),
                                     client: HTTPClient(bodyLimit: 4096))
             #expect(failed?.0 == .malformed)
-            #expect(failed?.1.detail.contains("chunk size") == true)
+            #expect(failed?.1.detail.contains("chunked") == true)
         }
     }
 
