@@ -180,6 +180,11 @@ final class HTTPTransfer: @unchecked Sendable {
             // to no partial wildcard and never the subject's CN, runs with the chain's.
             let bare = target.name.split(separator: "%", maxSplits: 1).first.map(String.init) ?? target.name
             checkedName = (bare, literal)
+            // The store the /listen socket trusts: OpenSSL's, which SSL_CERT_FILE may name (curl's own
+            // default is the same system store, but ignores the variable).
+            if let file = getenv("SSL_CERT_FILE"), access(file, R_OK) == 0 {
+                try check(curl_setopt_pointer(handle, CURLOPT_CAINFO, UnsafeMutableRawPointer(file)), "CURLOPT_CAINFO")
+            }
             try check(curl_setopt_ssl_ctx(handle) { _, context, user in
                 let transfer = Unmanaged<HTTPTransfer>.fromOpaque(user!).takeUnretainedValue()
                 guard let context, let name = transfer.checkedName,
