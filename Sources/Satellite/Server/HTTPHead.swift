@@ -2,7 +2,7 @@
 // request's head from its headers, refusing what would break the framing, and
 // an answer's status line and headers. WebSocketClient's upgrade writes and
 // reads its heads with it; HTTPTransfer holds the headers it hands curl to
-// the same rule, and reads a header's value as it does. Easy to get wrong: a header value is the token,
+// the same rule. Easy to get wrong: a header value is the token,
 // so no error may hold one; "\r\n" is one Swift Character, so bytes are checked.
 
 enum HTTPHead {

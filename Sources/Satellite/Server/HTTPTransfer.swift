@@ -49,10 +49,8 @@ final class HTTPTransfer: @unchecked Sendable {
     private var stoppedBecause: Stop?
     /// How many times curl was about to send the request (more than once: sent again).
     private var sends = 0
-    /// The answer's head as it comes: its Location and its Content-Length values.
-    private var location: String?
-    private var lengths: Set<String> = []
-    private var transferEncoded = false
+    /// The answer's head as it comes.
+    private var head = AnswerHeaders()
 
     private enum Stop {
         case tooLarge
@@ -228,9 +226,7 @@ final class HTTPTransfer: @unchecked Sendable {
                 transfer.stoppedBecause = .sentAgain
                 return CURL_PREREQFUNC_ABORT
             }
-            transfer.location = nil
-            transfer.lengths = []
-            transfer.transferEncoded = false
+            transfer.head = AnswerHeaders()
             transfer.received = []
             return CURL_PREREQFUNC_OK
         }, "CURLOPT_PREREQFUNCTION")
@@ -293,32 +289,13 @@ final class HTTPTransfer: @unchecked Sendable {
     }
 
     /// One line of the answer's head (curl calls once per line, the status line first, then the
-    /// empty line); false stops the transfer. Lengths that disagree could frame the body two ways.
+    /// empty line); false stops the transfer.
     private func header(_ line: UnsafeRawBufferPointer) -> Bool {
-        let text = String(decoding: line, as: UTF8.self)
-        if text.hasPrefix("HTTP/") {
-            location = nil
-            lengths = []
-            transferEncoded = false
-            return true
+        guard head.read(line) else {
+            stoppedBecause = .malformed("the server's answer has a Content-Length that is not one number")
+            return false
         }
-        guard let colon = text.firstIndex(of: ":") else { return true }
-        let name = text[..<colon].lowercased()
-        let value = AnswerHead.trimmed(text[text.index(after: colon)...].prefix { $0 != "\r\n" && $0 != "\n" && $0 != "\r" })
-        switch name {
-        case "location": location = value
-        case "content-length":
-            for part in value.split(separator: ",", omittingEmptySubsequences: false) { lengths.insert(AnswerHead.trimmed(part)) }
-            guard lengths.count == 1 else {
-                stoppedBecause = .malformed("the server's answer has a Content-Length that is not one number")
-                return false
-            }
-        case "transfer-encoding": transferEncoded = true
-        default: break
-        }
-        // Both a length and an encoding: a server that may frame the body either way, whose
-        // connection carries nothing after this answer (RFC 9112, 6.3).
-        if transferEncoded && !lengths.isEmpty, let handle { _ = curl_setopt_long(handle, CURLOPT_FORBID_REUSE, 1) }
+        if head.framedTwoWays, let handle { _ = curl_setopt_long(handle, CURLOPT_FORBID_REUSE, 1) }
         return true
     }
 
@@ -331,7 +308,7 @@ final class HTTPTransfer: @unchecked Sendable {
         var type: UnsafeMutablePointer<CChar>?
         _ = curl_getinfo_string(handle, CURLINFO_CONTENT_TYPE, &type)
         var response = HTTPResponse(status: status, contentType: type.map { String(cString: $0) }, body: received,
-                                    location: (300..<400).contains(status) ? location : nil)
+                                    location: (300..<400).contains(status) ? head.location : nil)
         if request.wantsKey { response.serverKey = serverKey(handle) }
         return .success(response)
     }
