@@ -61,6 +61,7 @@ public actor ServerChooser {
 
     /// Follows the pin, the servers found and the pinned server's health until cancelled.
     public func run() async {
+        // As the Link's service does before READY=1: whichever looks first, both follow the placed pin.
         _ = await pin.placeConfigured()
         await link.follow(await pin.current())
         let lists = await discovery.changes()
