@@ -19,6 +19,8 @@ let package = Package(
     targets: [
         // C libraries from Debian, through system library targets: a modulemap and a shim header each.
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        // HTTP (Satellite/Server/HTTPLoop.swift): libcurl's multi interface, over OpenSSL.
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(name: "CAvahi", providers: [.apt(["libavahi-client-dev"])]),
         // Headers only: OfflineVoice opens libespeak-ng with dlopen (Sources/CEspeak/shim.h says why).
@@ -47,7 +49,7 @@ let package = Package(
         // (BENCHMARKS.md, "The daemon without Foundation").
         .target(name: "SatelliteCore", dependencies: ["ControlCore"], swiftSettings: strict + noRegex),
         // The actors and their adapters around the C libraries.
-        .target(name: "Satellite", dependencies: ["SatelliteCore", "CALSA", "CAvahi", "CEspeak", "COpenSSL", "CPages", "CPrctl", "CSpawn", "CSpeexDSP", "CSystemd", "CTFLite", "CWebRTCAudio"], swiftSettings: strict + noRegex),
+        .target(name: "Satellite", dependencies: ["SatelliteCore", "CALSA", "CAvahi", "CCurl", "CEspeak", "COpenSSL", "CPages", "CPrctl", "CSpawn", "CSpeexDSP", "CSystemd", "CTFLite", "CWebRTCAudio"], swiftSettings: strict + noRegex),
         .executableTarget(name: "parlour-satellite", dependencies: ["Satellite", "SatelliteCore"], swiftSettings: strict + noRegex),
         .executableTarget(name: "parlourctl", dependencies: ["ControlCore"], swiftSettings: strict + noRegex),
         // scripts/bench's: the wake word engine over recordings, faster than real time (not installed).

@@ -115,6 +115,15 @@ struct DoctorRulesTests {
         #expect(configured.fix?.hasPrefix("# set server.url in the config to https://HOST:PORT once") == true)
     }
 
+    @Test("a pin that says nowhere fails, with what to run: use again, or see that the configured name resolves")
+    func unplaced() {
+        let pinned = DoctorRules.serverPinned(DoctorRules.InUse(url: "https://den.local:8443", name: "den", how: .manual, placed: false))
+        #expect(pinned.status == .fail && pinned.detail.contains("no token") && pinned.fix == "parlourctl use https://den.local:8443")
+        let configured = DoctorRules.serverPinned(DoctorRules.InUse(url: "https://den.local:8443", name: "den.local", how: .configured, placed: false))
+        #expect(configured.status == .fail && configured.detail.contains("has not resolved"))
+        #expect(configured.fix?.hasPrefix("getent hosts den.local") == true)
+    }
+
     @Test("plain http warns unless it stays on this machine; https is ok", arguments: [
         ("http://den.local:8765", true), ("http://10.0.0.2", true), ("http://[2001:db8::1]:8765", true),
         ("http://127.0.0.1:8765", false), ("http://localhost:8765", false), ("http://[::1]:8765", false),

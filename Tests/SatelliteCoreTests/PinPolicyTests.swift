@@ -23,6 +23,18 @@ struct PinPolicyTests {
         #expect(inUse == Pin(url: "https://parlour.example:8443", name: "parlour.example", how: .configured, pinnedAt: Self.now))
     }
 
+    @Test("a configured server carries the addresses its name stood for, and only a pin that says where its server is is placed")
+    func configuredAddresses() {
+        let inUse = PinPolicy.serverInUse(configuredURL: "http://den.local:8765", stored: nil, now: Self.now, configuredAddresses: ["10.0.0.2"])
+        #expect(inUse?.addresses == ["10.0.0.2"] && inUse?.how == .configured && inUse?.isPlaced == true)
+        #expect(PinPolicy.serverInUse(configuredURL: "http://den.local:8765", stored: nil, now: Self.now)?.isPlaced == false)
+        #expect(PinPolicy.serverInUse(configuredURL: "http://10.0.0.2:8765", stored: nil, now: Self.now)?.isPlaced == true)
+        #expect(PinPolicy.serverInUse(configuredURL: "http://[2001:db8::2]:8765", stored: nil, now: Self.now)?.isPlaced == true)
+        // Escaped, the host is no address, and no look-up of it found any: no token goes with it.
+        #expect(Pin(url: "http://den%2Elocal:8765", name: "Den", how: .manual, pinnedAt: Self.then).isPlaced == false)
+        #expect(Self.pinnedDen.isPlaced == false)
+    }
+
     @Test("a stored pin is used as it is when the config has no server.url", arguments: [nil, "", "  "])
     func storedPin(configured: String?) {
         #expect(PinPolicy.serverInUse(configuredURL: configured, stored: Self.pinnedDen, now: Self.now) == Self.pinnedDen)

@@ -66,10 +66,20 @@ struct TrustTests {
         #expect(try #require(ServerAddress(url)).origin == origin)
     }
 
+    @Test("a host's escapes are undone as the connections undo them, once", arguments: [
+        ("http://den%2Elocal:8765", "den.local"), ("http://[fe80::1%25eth0]:8765", "fe80::1%eth0"), ("http://den.local", "den.local"),
+    ])
+    func escapedHost(url: String, host: String) throws {
+        #expect(try #require(ServerAddress(url)).host == host)
+        #expect(URLParts(url)?.name == host)
+        #expect(ServerAddress("http://den%0D%0Aevil:8765") == nil && ServerAddress("http://den%zz:8765") == nil)
+    }
+
     @Test("the same origin is the same scheme, host and port", arguments: [
         ("http://den.local:8765", "http://DEN.local.:8765/", true), ("http://den.local", "http://den.local:80", true),
         ("http://den.local:8765", "https://den.local:8765", false), ("http://den.local:8765", "http://den.local:8766", false),
         ("http://den.local:8765", "http://attic.local:8765", false), ("https://den.local", "https://den.local:443", true),
+        ("http://den%2Elocal:8765", "http://den.local:8765", true),
     ])
     func sameOrigin(a: String, b: String, same: Bool) throws {
         #expect(try #require(ServerAddress(a)).sameOrigin(as: try #require(ServerAddress(b))) == same)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import Satellite
 import SatelliteCore
 
@@ -205,7 +206,7 @@ struct HTTPClientTests {
             let failed = await kind(of: HTTPRequest(method: "GET", url: server.url("negchunk") + "/x", totalTimeout: .seconds(20)),
                                     client: HTTPClient(bodyLimit: 4096))
             #expect(failed?.0 == .malformed)
-            #expect(failed?.1.detail.contains("chunk size") == true)
+            #expect(failed?.1.detail.contains("chunked") == true)
         }
     }
 
@@ -291,6 +292,37 @@ struct HTTPClientTests {
         #expect(failed?.0 == .other)
         #expect(failed?.1.function == "url")
         #expect(failed?.1.detail.contains("http://") == true)
+    }
+
+    // Serialized: each case puts its own certificate in SSL_CERT_FILE.
+    @Test("an https certificate must name the host in its subjectAltName, with no partial wildcard and never by its CN alone",
+          .serialized, arguments: [("/CN=127.0.0.1", nil, "127.0.0.1", false), ("/CN=x", "IP:127.0.0.1", "127.0.0.1", true),
+                      ("/CN=x", "DNS:f*.example.test", "foo.example.test", false), ("/CN=x", "DNS:*.example.test", "foo.example.test", true),
+                      ("/CN=foo.example.test", "DNS:other.example.test", "foo.example.test", false)])
+    func certificateNames(subject: String, names: String?, host: String, accepted: Bool) async throws {
+        let dir = try Package.temporaryDirectory("https-names")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let cert = dir.appendingPathComponent("cert.pem").path, key = dir.appendingPathComponent("key.pem").path
+        try await Subprocess.check("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                                                        "-days", "1", "-subj", subject, "-keyout", key, "-out", cert]
+                                                       + (names.map { ["-addext", "subjectAltName=\($0)"] } ?? []))
+        // The certificate made part of the store OpenSSL reads by default, so only its names decide.
+        // Replaced in place and put back, never unset: TestEnvironment says why.
+        let before = String(cString: getenv("SSL_CERT_FILE"))
+        setenv("SSL_CERT_FILE", cert, 1)
+        defer { setenv("SSL_CERT_FILE", before, 1) }
+        try await MiniServer.with(tls: (cert, key)) { server in
+            var request = HTTPRequest(method: "GET", url: "https://\(host):\(server.port)/ok/health")
+            request.addresses = ["127.0.0.1"]
+            let failed = await kind(of: request)
+            if accepted {
+                #expect(failed == nil)
+            } else {
+                #expect(failed?.0 == .unverified)
+                // OpenSSL's verdict comes with the failure: X509_V_ERR_HOSTNAME_MISMATCH or _IP_ADDRESS_MISMATCH.
+                #expect(failed?.1.verifyResult == 62 || failed?.1.verifyResult == 64)
+            }
+        }
     }
 
     @Test("a client's description leaves out the token")

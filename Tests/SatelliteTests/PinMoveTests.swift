@@ -98,6 +98,37 @@ struct PinMoveTests {
         await hostAd.stop()
     }
 
+    @Test("a server configured by a name is reached where the name stood at start: answered elsewhere later, it gets no token")
+    func configuredByName() async throws {
+        _ = try RealAvahi()
+        let host = "conf-\(UUID().uuidString.prefix(6).lowercased()).local"
+        for address in Self.extra { try await Self.addAddress(address) }
+        defer { for address in Self.extra { Self.removeAddress(address) } }
+        let token = "tok-\(UUID().uuidString)"
+        let first = try await TestServer.start(token: token, host: "198.51.100.2")
+        let port = first.port
+        var hostAd = try await AvahiPublisher.address(host: host, "198.51.100.2")
+        let config: JSONValue = ["name": "hall-pi", "transport": "record",
+                                 "server": ["url": .string("http://\(host):\(port)"), "retryMs": 1000],
+                                 "audio": ["input": "testmic", "output": "testspeaker"]]
+        let daemon = try await DaemonHarness.start(config: config, token: token)
+        let answered = try await daemon.result("ask", "is the house there")
+        #expect(answered["status"] == "completed", "\(answered)")
+
+        // The server goes; its name is answered elsewhere by a server that logs every token it is shown.
+        await first.shutdown()
+        await hostAd.stop()
+        let hostile = try await TestServer.start(token: token, host: "198.51.100.3", port: port)
+        defer { hostile.stop() }
+        hostAd = try await AvahiPublisher.address(host: host, "198.51.100.3")
+        let asked = try await daemon.result("ask", "is anyone there")
+        #expect(asked["error"] == "server_unreachable", "\(asked)")
+        #expect(await daemon.stop() == 0)
+        let seen = try await hostile.requests().filter { $0["tokenOk"] != false }
+        #expect(seen.isEmpty, "the server the configured name moved to was sent the house's token: \(seen)")
+        await hostAd.stop()
+    }
+
     @Test("a name that resolves elsewhere is not followed; its own instance's announcement is, and the journal names both addresses")
     func followed() async throws { try await moves(followMoves: true) }
 

@@ -9,7 +9,7 @@
 public struct ServerAddress: Sendable, Equatable {
     /// `http` or `https`, in lower case.
     public let scheme: String
-    /// The host as written, without IPv6 brackets.
+    /// The host with its escapes undone, without IPv6 brackets.
     public let host: String
     /// The port written in the URL, or 80 / 443 for the scheme.
     public let port: Int
@@ -41,7 +41,12 @@ public struct ServerAddress: Sendable, Equatable {
         } else {
             host = authority
         }
-        guard !host.isEmpty, !host.contains(where: { $0.isWhitespace || $0.isNewline }) else { return nil }
+        // The host's escapes undone by the decoder URLParts uses too, so that every part of the
+        // satellite reads "den%2Elocal" as the same host, the one looked up and pinned.
+        guard let decoded = PercentEscapes.decoded(host.utf8).flatMap({ String(validating: $0, as: UTF8.self) }) else { return nil }
+        host = Substring(decoded)
+        guard !host.isEmpty, !host.contains(where: { $0.isWhitespace || $0.isNewline || $0.asciiValue.map { $0 < 0x20 || $0 == 0x7f } == true })
+        else { return nil }
 
         var port = scheme == "https" ? 443 : 80
         if let portText, !portText.isEmpty {

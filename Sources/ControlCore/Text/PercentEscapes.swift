@@ -1,5 +1,6 @@
 // "%XX" escapes undone: one decoder for the pairing link's query, a callback
-// URL's query names and a URL's host (URLParts).
+// URL's query names and a URL's host (URLParts, and ServerAddress, which must
+// read a server's host as the connections do).
 
 public enum PercentEscapes {
     /// The bytes with each `%XX` made the byte it names and everything else, `+` included, as it is;

@@ -134,7 +134,9 @@ public final class Daemon: Sendable {
             Service("discovery") { await discovery.run() },
             Service("link") { started in
                 // Before the stream asks it for the server, and before READY=1, so the first state
-                // already says whether there is a server.
+                // already says whether there is a server, and a configured name is followed to the
+                // addresses it stands for (a name that does not resolve yet is tried again by the chooser).
+                _ = await pin.placeConfigured()
                 await link.follow(await pin.current())
                 started()
                 await link.run()

@@ -53,7 +53,7 @@ public struct Doctor: Sendable {
         async let microphone = microphoneCheck(user: user)
         async let token = tokenCheck()
         let speaker = await speakerCheck(user: user)
-        let inUse = await parts.pin.current().map { DoctorRules.InUse(url: $0.url, name: $0.name, how: $0.how) }
+        let inUse = await parts.pin.current().map { DoctorRules.InUse(url: $0.url, name: $0.name, how: $0.how, placed: $0.isPlaced) }
         let available = await parts.discovery.available
         let seen = await parts.discovery.servers.map { (name: $0.name, url: $0.url) }
         return DoctorReport([

@@ -1,8 +1,8 @@
 // HTTP for the daemon: a request goes to HTTPLoop, one thread for every
-// exchange, and the calling task waits without holding a thread. Easy to get
-// wrong: a cancelled task must stop the exchange (HTTPLoop ends it at once),
-// and the token must go to the URL it was given and nowhere else
-// (HTTPExchange). A host nobody pinned is looked up here, on
+// transfer (libcurl's multi interface), and the calling task waits without
+// holding a thread. Easy to get wrong: a cancelled task must stop the
+// transfer (HTTPLoop ends it at once), and the token must go to the URL it
+// was given and nowhere else (HTTPTransfer). A host nobody pinned is looked up here, on
 // BlockingThread.lookups, and its addresses go with the request like pinned ones:
 // the HTTP thread never waits on DNS.
 import SatelliteCore
@@ -37,7 +37,7 @@ public final class HTTPClient: Sendable {
     /// If the calling task is cancelled, the transfer stops and this throws `.cancelled`.
     public func send(_ request: HTTPRequest) async throws(HTTPFailure) -> HTTPResponse {
         var request = request
-        // Read once, as the connection reads it: the name looked up is the one in Host, SNI and the certificate
+        // Read once, as curl is given it: the name looked up is the one in Host, SNI and the certificate
         // check, and the pool's key. A URL it cannot read is not looked up: the exchange fails on it.
         let target = Result { () throws(ServerTarget.Unusable) in try ServerTarget(url: request.url, schemes: ("http", "https")) }
         if request.addresses.isEmpty, case .success(let address) = target, !PinMoves.isAddress(address.name) {
@@ -54,10 +54,10 @@ public final class HTTPClient: Sendable {
                                   url: ServerAnswers.displayURL(request.url))
             }
         }
-        let box = Mutex<HTTPExchange?>(nil)
+        let box = Mutex<HTTPTransfer?>(nil)
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Result<HTTPResponse, HTTPFailure>, Never>) in
-                let transfer = HTTPExchange(request: request, target: target, limit: bodyLimit, client: name, bus: bus, done: done)
+                let transfer = HTTPTransfer(request: request, target: target, limit: bodyLimit, client: name, bus: bus, done: done)
                 let cancelled = box.withLock { held in
                     held = transfer
                     return Task.isCancelled

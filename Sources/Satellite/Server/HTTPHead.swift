@@ -1,7 +1,8 @@
 // The heads of HTTP/1.1 messages as this client writes and reads them: a
 // request's head from its headers, refusing what would break the framing, and
-// an answer's status line and headers. One piece for HTTPExchange and
-// WebSocketClient's upgrade. Easy to get wrong: a header value is the token,
+// an answer's status line and headers. WebSocketClient's upgrade writes and
+// reads its heads with it; HTTPTransfer holds the headers it hands curl to
+// the same rule. Easy to get wrong: a header value is the token,
 // so no error may hold one; "\r\n" is one Swift Character, so bytes are checked.
 
 enum HTTPHead {

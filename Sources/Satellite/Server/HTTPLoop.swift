@@ -1,61 +1,68 @@
-// Every HTTP exchange of the daemon on one thread, `http`: one poll over the
-// exchanges' connections and a pipe that wakes it when a request comes or is
-// cancelled; asleep while there is nothing to do. Connections are kept for
-// the next request of the same pool (HTTPExchange.pool: the client, scheme,
-// host, port, pinned addresses, pinned key, verification), so a connection
-// made to one address, or checked against one key, never carries a request
-// pinned to another, and a callback's connection never carries the token. A
-// key wanted from the handshake takes a new connection, kept by nobody after.
-// The TLS contexts are made here on first use (loading the CA store takes tens
-// of milliseconds; this thread is HTTP's alone), and only for an https server.
+// Every HTTP transfer of the daemon on one thread, `http`: libcurl's multi
+// interface, curl_multi_poll on the transfers' sockets and curl_multi_wakeup
+// when a request comes or is cancelled; asleep while nothing runs. A
+// connection to a server is kept for the next request of its pool (curl
+// reuses none idle past 118 s, CURLOPT_MAXAGE_CONN).
+//
+// Easy to get wrong: a reused connection must be one the request could have
+// made itself. Each pool (HTTPTransfer.pool: the client, scheme, host, port,
+// pinned addresses, pinned key, verification) has a curl share of its own
+// (CURL_LOCK_DATA_CONNECT and _DNS), so a connection made to one address, or
+// checked against one key, never carries a request pinned to another, and a
+// callback's connection never carries the token. A key wanted from the
+// handshake takes a fresh connection (HTTPTransfer). The shares have no lock:
+// only this thread touches them.
+import CCurl
 import Glibc
 import SatelliteCore
 import Synchronization
 
-/// The exchanges' thread. Started with the first request.
+/// The multi handle and the thread that drives it. Started with the first request.
 final class HTTPLoop: @unchecked Sendable {
     static let shared = HTTPLoop()
 
     private enum Command {
-        case add(HTTPExchange)
-        case cancel(HTTPExchange)
-        /// The client is gone: its idle connections close.
+        case add(HTTPTransfer)
+        case cancel(HTTPTransfer)
+        /// The client is gone: its idle pools close.
         case forget(String)
     }
 
-    /// A connection kept for its pool's next request.
-    private struct Idle {
-        let connection: ClientConnection
-        let pool: String
+    /// A share, whose client it is, how many transfers use it now, and since when none has.
+    private final class Pool {
+        let share: UnsafeMutableRawPointer
         let client: String
-        let since: UInt64
+        var using = 0
+        var lastUsed = 0
+        var idleSince: UInt64 = 0
+
+        init(share: UnsafeMutableRawPointer, client: String) {
+            self.share = share
+            self.client = client
+        }
     }
 
-    /// An idle connection older than this is closed rather than reused (curl's CURLOPT_MAXAGE_CONN, 118 s, kept).
-    private static let idleLimit = Duration.seconds(118)
-    /// Past this many idle connections of one client, its oldest close (callbacks may name any host).
-    private static let idleLimitPerClient = 8
+    /// A pool idle this long goes with its connections: curl reuses none older (CURLOPT_MAXAGE_CONN, 118 s).
+    private static let idleLimit = Duration.seconds(120)
+    /// Past this many pools of one client, its idle ones least lately used go too (callbacks may name any host).
+    private static let poolLimit = 8
 
     private let inbox = Mutex<(commands: [Command], started: Bool)>(([], false))
-    /// A byte written wakes the thread.
-    private let wakePipe: WakePipe
+    /// Made on the first request, with curl_global_init, which is not safe to race with itself.
+    private let multi = Mutex<UnsafeMutableRawPointer?>(nil)
 
-    // The loop's thread's alone.
-    private var running: [HTTPExchange] = []
-    private var idle: [Idle] = []
-    /// The TLS contexts, checking the chain (true) or not, made on first use.
-    private var contexts: [Bool: OpaquePointer] = [:]
+    // Touched by the loop's thread alone.
+    private var running: [UnsafeMutableRawPointer: HTTPTransfer] = [:]
+    private var pools: [String: Pool] = [:]
+    private var uses = 0
 
-    private init() {
-        guard let pipe = WakePipe() else { preconditionFailure("pipe failed: \(errno)") }
-        wakePipe = pipe
-    }
+    private init() {}
 
-    /// Starts `exchange`; it completes on the loop's thread. Any thread.
-    func add(_ exchange: HTTPExchange) { submit(.add(exchange)) }
+    /// Starts `transfer`; it completes on the loop's thread. Any thread.
+    func add(_ transfer: HTTPTransfer) { submit(.add(transfer)) }
 
-    /// Stops `exchange` if it still runs: it completes as cancelled. Any thread.
-    func cancel(_ exchange: HTTPExchange) { submit(.cancel(exchange)) }
+    /// Stops `transfer` if it still runs: it completes as cancelled. Any thread.
+    func cancel(_ transfer: HTTPTransfer) { submit(.cancel(transfer)) }
 
     /// Closes the idle connections of `client`, which sends no more. Any thread.
     func forget(_ client: String) { submit(.forget(client)) }
@@ -66,16 +73,24 @@ final class HTTPLoop: @unchecked Sendable {
             defer { state.started = true }
             return !state.started
         }
+        let handle = multi.withLock { made in
+            if made == nil, start {
+                _ = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+                made = curl_multi_init()
+            }
+            return made
+        }
+        guard let handle else {
+            inbox.withLock { $0.started = false }
+            fail(take(), function: "curl_multi_init", detail: "curl could not make its multi handle")
+            return
+        }
         if !start {
-            wakePipe.wake()
+            curl_multi_wakeup(handle)
         } else if !SystemThread.start(name: "http", { [self] in run() }) {
             // No thread to be had is an answer too, never a continuation left waiting.
             inbox.withLock { $0.started = false }
-            for case .add(let exchange) in take() {
-                exchange.complete(.failure(HTTPFailure(kind: .other, function: "pthread_create", code: 0,
-                                                       detail: "no thread could be started for HTTP", method: exchange.request.method,
-                                                       url: ServerAnswers.displayURL(exchange.request.url))))
-            }
+            fail(take(), function: "pthread_create", detail: "no thread could be started for HTTP")
         }
     }
 
@@ -87,85 +102,123 @@ final class HTTPLoop: @unchecked Sendable {
         }
     }
 
+    private func fail(_ commands: [Command], function: String, detail: String) {
+        for case .add(let transfer) in commands {
+            transfer.complete(.failure(transfer.failure(.other, function, detail)))
+        }
+    }
+
     private func run() {
-        var fds: [pollfd] = []
-        var polled: [Int] = []
-        let heartbeat = Heartbeat("http", serves: "every HTTP request", bound: .seconds(10)) { [wakePipe] in wakePipe.wake() }
+        guard let multi = multi.withLock({ $0 }) else { return }
+        let handle = UInt(bitPattern: multi)
+        let heartbeat = Heartbeat("http", serves: "every HTTP request", bound: .seconds(10)) {
+            _ = curl_multi_wakeup(UnsafeMutableRawPointer(bitPattern: handle))
+        }
         while true {
-            wakePipe.drain()
-            let now = MonotonicClock.nanoseconds()
+            // Each time round the loop: the commands, curl's work, the finished transfers, then asleep.
             for command in take() {
                 switch command {
-                case .add(let exchange): start(exchange, now)
-                case .cancel(let exchange):
-                    if running.contains(where: { $0 === exchange }) { exchange.cancel() }
-                case .forget(let client): closeIdle { $0.client == client }
+                case .add(let transfer): start(transfer, multi)
+                case .cancel(let transfer): stop(transfer, multi)
+                case .forget(let client): closeIdlePools(forgetting: client)
                 }
             }
-            settle()
-            closeIdle { now >= $0.since + MonotonicClock.nanoseconds(in: Self.idleLimit) }
-
-            fds.removeAll(keepingCapacity: true)
-            polled.removeAll(keepingCapacity: true)
-            fds.append(wakePipe.pollRequest)
-            var deadline = idle.map { $0.since + MonotonicClock.nanoseconds(in: Self.idleLimit) }.min() ?? .max
-            for (index, exchange) in running.enumerated() {
-                deadline = min(deadline, exchange.deadline)
-                if let request = exchange.pollRequest {
-                    fds.append(request)
-                    polled.append(index)
-                }
+            var active: Int32 = 0
+            _ = curl_multi_perform(multi, &active)
+            var left: Int32 = 0
+            while let message = curl_multi_info_read(multi, &left) {
+                guard message.pointee.msg == CURLMSG_DONE, let handle = message.pointee.easy_handle,
+                      let transfer = running[handle] else { continue }
+                let code = message.pointee.data.result
+                end(transfer, handle, multi) { transfer.result(code) }
             }
-            // Nothing due: asleep until the pipe wakes it.
-            let timeout = deadline == .max ? -1 : MonotonicClock.pollTimeout(until: deadline, from: MonotonicClock.nanoseconds())
-            _ = heartbeat.sleeping(timeout: timeout) { poll(&fds, nfds_t(fds.count), timeout) }
-            let after = MonotonicClock.nanoseconds()
-            var events = [Int16](repeating: 0, count: running.count)
-            for (slot, index) in polled.enumerated() { events[index] = fds[slot + 1].revents }
-            for (index, exchange) in running.enumerated() { _ = exchange.service(events: events[index], now: after) }
-            settle()
+            // Nothing running: asleep until the next request's curl_multi_wakeup.
+            var timeout = -1
+            _ = curl_multi_timeout(multi, &timeout)
+            let wait: Int32 = timeout < 0 ? -1 : Int32(clamping: timeout)
+            _ = heartbeat.sleeping(timeout: wait) { curl_multi_poll(multi, nil, 0, wait < 0 ? Int32.max : wait, nil) }
         }
     }
 
-    private func start(_ exchange: HTTPExchange, _ now: UInt64) {
-        if exchange.cancelled.load(ordering: .relaxed) {
-            exchange.cancel()
+    private func start(_ transfer: HTTPTransfer, _ multi: UnsafeMutableRawPointer) {
+        if transfer.cancelled.load(ordering: .relaxed) {
+            transfer.complete(.failure(transfer.failure(.cancelled, "cancel", "cancelled before it started")))
             return
         }
-        // The newest idle connection of the pool still open; the ones found closed go.
-        var reuse: ClientConnection?
-        if exchange.mayReuse {
-            while reuse == nil, let at = idle.lastIndex(where: { $0.pool == exchange.pool }) {
-                let found = idle.remove(at: at).connection
-                if found.isIdleAndOpen { reuse = found } else { found.close(clean: false) }
-            }
+        guard let pool = pool(transfer.pool, client: transfer.client) else {
+            fail([.add(transfer)], function: "curl_share_init", detail: "curl could not make a connection cache")
+            return
         }
-        running.append(exchange)
-        exchange.start(now, idle: reuse) { (verifying) throws(ClientConnection.Failure) -> OpaquePointer in
-            if let made = contexts[verifying] { return made }
-            let made = try ClientConnection.tlsContext(verifying: verifying)
-            contexts[verifying] = made
-            return made
+        let handle: UnsafeMutableRawPointer
+        do {
+            handle = try transfer.prepare(share: pool.share)
+        } catch {
+            transfer.close()
+            transfer.complete(.failure(error))
+            return
         }
+        let code = curl_multi_add_handle(multi, handle)
+        guard code == CURLM_OK else {
+            transfer.close()
+            fail([.add(transfer)], function: "curl_multi_add_handle", detail: String(cString: curl_multi_strerror(code)))
+            return
+        }
+        pool.using += 1
+        running[handle] = transfer
     }
 
-    /// Lets the finished exchanges go, keeping their connections where they may carry another request.
-    private func settle() {
+    private func stop(_ transfer: HTTPTransfer, _ multi: UnsafeMutableRawPointer) {
+        guard let handle = transfer.handle, running[handle] != nil else { return }
+        end(transfer, handle, multi) { .failure(transfer.failure(.cancelled, "cancel", "cancelled")) }
+    }
+
+    /// Takes the handle out of the multi (its connection goes back to its pool) and completes the transfer.
+    private func end(_ transfer: HTTPTransfer, _ handle: UnsafeMutableRawPointer, _ multi: UnsafeMutableRawPointer,
+                     _ result: () -> Result<HTTPResponse, HTTPFailure>) {
+        let outcome = result()
+        running[handle] = nil
+        _ = curl_multi_remove_handle(multi, handle)
+        transfer.close()
+        if let pool = pools[transfer.pool] {
+            pool.using -= 1
+            pool.idleSince = MonotonicClock.nanoseconds()
+        }
+        transfer.complete(outcome)
+        closeIdlePools(of: transfer.client)
+    }
+
+    private func pool(_ key: String, client: String) -> Pool? {
+        uses += 1
+        if let pool = pools[key] {
+            pool.lastUsed = uses
+            return pool
+        }
+        guard let share = curl_share_init() else { return nil }
+        guard curl_share_data(share, CURL_LOCK_DATA_CONNECT) == CURLSHE_OK,
+              curl_share_data(share, CURL_LOCK_DATA_DNS) == CURLSHE_OK else {
+            curl_share_cleanup(share)
+            return nil
+        }
+        let pool = Pool(share: share, client: client)
+        pool.lastUsed = uses
+        pools[key] = pool
+        return pool
+    }
+
+    /// Closes the pools idle past `idleLimit`, and past `poolLimit` the idle ones of `client` least
+    /// lately used; all idle ones of a client `forgetting`. One client's pools never close another's.
+    private func closeIdlePools(of client: String? = nil, forgetting gone: String? = nil) {
         let now = MonotonicClock.nanoseconds()
-        for exchange in running where exchange.isFinished {
-            if let connection = exchange.takeConnection() {
-                idle.append(Idle(connection: connection, pool: exchange.pool, client: exchange.client, since: now))
-                let own = idle.indices.filter { idle[$0].client == exchange.client }
-                for index in own.prefix(max(0, own.count - Self.idleLimitPerClient)).reversed() {
-                    idle.remove(at: index).connection.close(clean: true)
-                }
-            }
+        let limit = MonotonicClock.nanoseconds(in: Self.idleLimit)
+        var closing = pools.filter { $0.value.using == 0 && (now - $0.value.idleSince >= limit || $0.value.client == gone) }
+        if let client {
+            let own = pools.filter { $0.value.client == client && closing[$0.key] == nil }
+            let idle = own.filter { $0.value.using == 0 }.sorted { $0.value.lastUsed < $1.value.lastUsed }
+            for (key, pool) in idle.prefix(max(0, own.count - Self.poolLimit)) { closing[key] = pool }
         }
-        running.removeAll { $0.isFinished }
-    }
-
-    private func closeIdle(where condition: (Idle) -> Bool) {
-        for kept in idle where condition(kept) { kept.connection.close(clean: true) }
-        idle.removeAll(where: condition)
+        for (key, pool) in closing {
+            pools[key] = nil
+            curl_share_cleanup(pool.share)
+        }
     }
 }

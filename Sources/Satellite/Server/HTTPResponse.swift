@@ -68,7 +68,7 @@ public struct HTTPResponse: Sendable, Equatable {
 /// A request that got no complete answer, with the step that failed for the log.
 public struct HTTPFailure: Error, Sendable, CustomStringConvertible {
     public let kind: TransferFailure
-    /// The step that failed: `getaddrinfo`, `connect`, `tls`, `read`, `answer`, `url`, `headers`, `cancel`.
+    /// The step that failed: `getaddrinfo`, `connect`, `tls`, `read`, `answer`, `url`, `headers`, `cancel`, or curl's function.
     public let function: String
     /// An error number where there is one, else 0.
     public let code: Int
@@ -77,8 +77,13 @@ public struct HTTPFailure: Error, Sendable, CustomStringConvertible {
     public let method: String
     /// The URL without its query.
     public let url: String
+    /// https only, when the certificate's check failed: OpenSSL's verify result (X509_V_ERR_*, from
+    /// CURLINFO_SSL_VERIFYRESULT), which tells a certificate not yet valid (a clock not yet set) from a wrong one.
+    public let verifyResult: Int?
 
-    public init(kind: TransferFailure, function: String, code: Int, detail: String, method: String, url: String) {
+    public init(kind: TransferFailure, function: String, code: Int, detail: String, method: String, url: String,
+                verifyResult: Int? = nil) {
+        self.verifyResult = verifyResult
         self.kind = kind
         self.function = function
         self.code = code

@@ -146,6 +146,8 @@ public actor Link {
 
     /// The token of the place the pin in use names; throws when that place holds no bearer token.
     private func token() throws(SatelliteError) -> String? {
+        // A pin that does not say where its server is gets no token (Pin.isPlaced).
+        guard pin?.isPlaced != false else { return nil }
         do {
             let token = try tokens.read(pin?.tokenSource)
             unusableToken = nil

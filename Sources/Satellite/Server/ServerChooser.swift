@@ -61,6 +61,8 @@ public actor ServerChooser {
 
     /// Follows the pin, the servers found and the pinned server's health until cancelled.
     public func run() async {
+        // As the Link's service does before READY=1: whichever looks first, both follow the placed pin.
+        _ = await pin.placeConfigured()
         await link.follow(await pin.current())
         let lists = await discovery.changes()
         let events = bus.subscribe()
@@ -77,6 +79,8 @@ public actor ServerChooser {
             group.addTask {
                 while !Task.isCancelled {
                     try? await Task.sleep(for: self.retry)
+                    // A configured name that did not resolve at start (mDNS not up yet) is looked up again until it does.
+                    if await self.pin.placeConfigured() { await self.link.follow(await self.pin.current()) }
                     await self.search()
                 }
             }

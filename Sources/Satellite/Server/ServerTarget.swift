@@ -1,6 +1,7 @@
 // Where an http, https, ws or wss URL points, as a connection to it needs it:
 // the name to look up and check in the certificate, the port, the Host header,
-// and the path with its query. One piece for HTTPExchange and WebSocketClient.
+// and the path with its query. One piece for HTTPTransfer (which hands curl
+// the URL rebuilt from it) and WebSocketClient.
 
 import SatelliteCore
 

@@ -16,6 +16,8 @@ public actor ServerPin {
     private let stateDirectory: String
     private let configuredURL: String?
     private var configuredToken: TokenKind?
+    /// What a configured server's name stood for when it first resolved (empty until then).
+    private var configuredAddresses: [String] = []
     private let bus: EventBus
     private let now: @Sendable () -> WallTime
     private let startedAt: WallTime
@@ -50,7 +52,22 @@ public actor ServerPin {
 
     /// The server in use: the configured one, else the stored pin, else nil (look for one).
     public func current() -> Pin? {
-        PinPolicy.serverInUse(configuredURL: configuredURL, stored: stored, now: startedAt, configuredToken: configuredToken)
+        PinPolicy.serverInUse(configuredURL: configuredURL, stored: stored, now: startedAt, configuredToken: configuredToken,
+                              configuredAddresses: configuredAddresses)
+    }
+
+    /// Looks up the name of a configured server once, until it resolves: from then on it is
+    /// reached at those addresses alone, as a pinned server is, and a later answer for the name
+    /// elsewhere is never asked. True when it found them now (the Link must follow the pin again).
+    public func placeConfigured() async -> Bool {
+        guard let url = configuredURL.map({ $0.trimmed() }), !url.isEmpty, configuredAddresses.isEmpty,
+              let address = ServerAddress(url), !PinMoves.isAddress(address.host) else { return false }
+        let found = PinMoves.pinnable(host: address.host, resolved: await NameLookup.addresses(of: address.host))
+        guard configuredAddresses.isEmpty, !found.isEmpty else { return false }
+        configuredAddresses = found
+        bus.notice(.info, "The configured server \(address.host) is reached at \(found.joined(separator: ", ")) from now on.",
+                   ["addresses": found.joined(separator: ",")])
+        return true
     }
 
     /// Pins `url` with the token of `tokenSource` (nil: none) and writes pin.json. Refused when

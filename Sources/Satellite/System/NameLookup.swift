@@ -46,13 +46,17 @@ enum NameLookup {
             withUnsafeMutableBytes(of: &address.storage) { storage in
                 storage.copyMemory(from: UnsafeRawBufferPointer(start: item.pointee.ai_addr, count: Int(item.pointee.ai_addrlen)))
             }
-            var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-            if getnameinfo(item.pointee.ai_addr, item.pointee.ai_addrlen, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST) == 0 {
-                address.text = String(cBuffer: text)
-            }
+            if let at = item.pointee.ai_addr { address.text = text(of: at, length: item.pointee.ai_addrlen) }
             found.append(address)
             entry = item.pointee.ai_next
         }
         return found
+    }
+
+    /// An address as numeric text (getnameinfo's NI_NUMERICHOST: "10.0.0.2", "2001:db8::2"), empty if it cannot be written.
+    static func text(of address: UnsafePointer<sockaddr>, length: socklen_t) -> String {
+        var text = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+        guard getnameinfo(address, length, &text, socklen_t(text.count), nil, 0, NI_NUMERICHOST) == 0 else { return "" }
+        return String(cBuffer: text)
     }
 }

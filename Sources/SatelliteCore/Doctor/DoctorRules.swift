@@ -151,11 +151,14 @@ public enum DoctorRules {
         public var url: String
         public var name: String
         public var how: PinHow
+        /// Whether the pin says where the server is (Pin.isPlaced): one that does not is sent no token.
+        public var placed: Bool
 
-        public init(url: String, name: String, how: PinHow) {
+        public init(url: String, name: String, how: PinHow, placed: Bool = true) {
             self.url = url
             self.name = name
             self.how = how
+            self.placed = placed
         }
     }
 
@@ -200,6 +203,16 @@ public enum DoctorRules {
         let found = inUse.how == .configured
             ? "server.url in the config names \(inUse.url)."
             : "\(inUse.name) at \(inUse.url), pinned (\(inUse.how.rawValue))."
+        if !inUse.placed {
+            let host = ServerAddress(inUse.url)?.host ?? inUse.url
+            return inUse.how == .configured
+                ? DoctorCheck(.serverPinned, .fail,
+                    "\(found) Its name \(host) has not resolved since the satellite started, so it is sent no token; "
+                        + "the satellite looks it up again every server.retryMs.", fix: "getent hosts \(host)   # it must answer with the server's address")
+                : DoctorCheck(.serverPinned, .fail,
+                    "\(found) The pin holds no address for \(host), so it is sent no token: the name would be looked up "
+                        + "afresh for each request, and whoever answered for it would get the token.", fix: "parlourctl use \(inUse.url)")
+        }
         guard crossesInClear(inUse.url) else { return DoctorCheck(.serverPinned, .ok, found) }
         let proxy = "once Parlour is behind an https reverse proxy (a self-signed one will do: the satellite pins its key)"
         let fix = inUse.how == .configured

@@ -31,6 +31,13 @@ public struct Pin: Sendable, Equatable {
         self.tokenSource = tokenSource
     }
 
+    /// Whether the pin says where the server is: its host is an address, or the pin holds the
+    /// addresses its name stood for. A pin that does not would have its name looked up afresh for
+    /// each request, and whoever answered for it then would be sent the token: it is sent none.
+    public var isPlaced: Bool {
+        !addresses.isEmpty || (ServerAddress(url).map { PinMoves.isAddress($0.host) } ?? false)
+    }
+
     /// `{"how","name","pinnedAt","tokenSource","url"}`, with `pinnedAt` in ISO 8601 (UTC, whole
     /// seconds) and `tokenSource` `"credential"`, `"state"`, `"environment"` or null.
     public var json: JSONValue {

@@ -38,12 +38,16 @@ public enum PinPolicy {
     }
 
     /// The server in use: `server.url` from the config (`configured`), else the stored pin,
-    /// else nil, and the satellite must look. `now` stands as `pinnedAt` of a configured server, and
-    /// `configuredToken` as its token's place.
-    public static func serverInUse(configuredURL: String?, stored: Pin?, now: WallTime, configuredToken: TokenKind? = .state) -> Pin? {
+    /// else nil, and the satellite must look. `now` stands as `pinnedAt` of a configured server,
+    /// `configuredToken` as its token's place, and `configuredAddresses` as its addresses (what its
+    /// name stood for when first looked up: it is pinned to them like any other server).
+    public static func serverInUse(configuredURL: String?, stored: Pin?, now: WallTime, configuredToken: TokenKind? = .state,
+                                   configuredAddresses: [String] = []) -> Pin? {
         if let url = configured(configuredURL) {
-            return Pin(url: url, name: ServerAddress(url)?.host ?? url, how: .configured, pinnedAt: now,
-                       tokenSource: configuredToken)
+            var pin = Pin(url: url, name: ServerAddress(url)?.host ?? url, how: .configured, pinnedAt: now,
+                          tokenSource: configuredToken)
+            pin.addresses = configuredAddresses
+            return pin
         }
         guard let stored, stored.how != .configured else { return nil }
         return stored

@@ -35,16 +35,17 @@ final class MiniServer: Sendable {
     }
 
     /// Runs `body` against a fresh peer and stops the peer afterwards, whatever happens.
-    static func with(_ body: (MiniServer) async throws -> Void) async throws {
-        let server = try await start()
+    /// With `tls`, the peer speaks https with that certificate and key (PEM files).
+    static func with(tls: (certificate: String, key: String)? = nil, _ body: (MiniServer) async throws -> Void) async throws {
+        let server = try await start(tls: tls)
         defer { server.stop() }
         try await body(server)
     }
 
-    static func start() async throws -> MiniServer {
+    static func start(tls: (certificate: String, key: String)? = nil) async throws -> MiniServer {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-u", "-c", script]
+        process.arguments = ["python3", "-u", "-c", script] + (tls.map { [$0.certificate, $0.key] } ?? [])
         let pipe = Pipe()
         process.standardOutput = pipe
         // The peer exits when this pipe closes, so it cannot outlive a crashed test run.
@@ -295,6 +296,12 @@ class Handler(BaseHTTPRequestHandler):
 
 server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 server.daemon_threads = True
+if len(sys.argv) == 3:
+    # https with the certificate and key given.
+    import ssl
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(sys.argv[1], sys.argv[2])
+    server.socket = context.wrap_socket(server.socket, server_side=True)
 print("NOBODY", NOBODY)
 print("STALL", stall.getsockname()[1])
 print("LISTENING", server.server_address[1], flush=True)
