@@ -306,21 +306,19 @@ struct HTTPClientTests {
         try await Subprocess.check("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
                                                         "-days", "1", "-subj", subject, "-keyout", key, "-out", cert]
                                                        + (names.map { ["-addext", "subjectAltName=\($0)"] } ?? []))
-        // The certificate made part of the store OpenSSL reads by default, so only its names decide.
-        // Replaced in place and put back, never unset: TestEnvironment says why.
-        let before = String(cString: getenv("SSL_CERT_FILE"))
-        setenv("SSL_CERT_FILE", cert, 1)
-        defer { setenv("SSL_CERT_FILE", before, 1) }
-        try await MiniServer.with(tls: (cert, key)) { server in
-            var request = HTTPRequest(method: "GET", url: "https://\(host):\(server.port)/ok/health")
-            request.addresses = ["127.0.0.1"]
-            let failed = await kind(of: request)
-            if accepted {
-                #expect(failed == nil)
-            } else {
-                #expect(failed?.0 == .unverified)
-                // OpenSSL's verdict comes with the failure: X509_V_ERR_HOSTNAME_MISMATCH or _IP_ADDRESS_MISMATCH.
-                #expect(failed?.1.verifyResult == 62 || failed?.1.verifyResult == 64)
+        // The certificate made the store OpenSSL reads by default, so only its names decide.
+        try await withCertificateStore(cert) {
+            try await MiniServer.with(tls: (cert, key)) { server in
+                var request = HTTPRequest(method: "GET", url: "https://\(host):\(server.port)/ok/health")
+                request.addresses = ["127.0.0.1"]
+                let failed = await kind(of: request)
+                if accepted {
+                    #expect(failed == nil)
+                } else {
+                    #expect(failed?.0 == .unverified)
+                    // OpenSSL's verdict comes with the failure: X509_V_ERR_HOSTNAME_MISMATCH or _IP_ADDRESS_MISMATCH.
+                    #expect(failed?.1.verifyResult == 62 || failed?.1.verifyResult == 64)
+                }
             }
         }
     }

@@ -415,27 +415,25 @@ struct WebSocketClientTests {
         try ([cert] + certificates.map(\.certificate)).map { try String(contentsOfFile: $0, encoding: .utf8) }.joined()
             .write(to: store, atomically: true, encoding: .utf8)
 
-        // The store OpenSSL reads by default, replaced in place and put back, never unset: TestEnvironment says why.
-        let before = String(cString: getenv("SSL_CERT_FILE"))
-        setenv("SSL_CERT_FILE", store.path, 1)
-        defer { setenv("SSL_CERT_FILE", before, 1) }
-        var trusted = Events(WebSocketClient.connect(url: url, headers: [:], maxMessage: Self.maxBinary))
-        #expect(await trusted.next() == .open)
-        #expect(await trusted.next() == .text("hello, world"))
+        try await withCertificateStore(store.path) {
+            var trusted = Events(WebSocketClient.connect(url: url, headers: [:], maxMessage: Self.maxBinary))
+            #expect(await trusted.next() == .open)
+            #expect(await trusted.next() == .text("hello, world"))
 
-        for (index, certificate) in certificates.enumerated() {
-            let server = try await TestServer.start(tls: certificate)
-            defer { server.stop() }
-            let url = try ListenURL.build(server: "https://foo.parlour.test:\(server.port)", client: "kitchen", room: "Kitchen", mode: .push)
-            var events = Events(WebSocketClient.connect(url: url, headers: ["Authorization": "Bearer \(server.token)"],
-                                                        maxMessage: Self.maxBinary, addresses: [server.host]))
-            let first = await events.next()
-            if names[index].accepted {
-                #expect(first == .open, "\(names[index].subjectAltName ?? "no subjectAltName")")
-            } else {
-                #expect(first == .failed(reason: "tls: the server's certificate is not trusted: hostname mismatch"),
-                        "\(names[index].subjectAltName ?? "no subjectAltName")")
-                #expect(try await server.requests().isEmpty, "the request went to a server whose certificate names another host")
+            for (index, certificate) in certificates.enumerated() {
+                let server = try await TestServer.start(tls: certificate)
+                defer { server.stop() }
+                let url = try ListenURL.build(server: "https://foo.parlour.test:\(server.port)", client: "kitchen", room: "Kitchen", mode: .push)
+                var events = Events(WebSocketClient.connect(url: url, headers: ["Authorization": "Bearer \(server.token)"],
+                                                            maxMessage: Self.maxBinary, addresses: [server.host]))
+                let first = await events.next()
+                if names[index].accepted {
+                    #expect(first == .open, "\(names[index].subjectAltName ?? "no subjectAltName")")
+                } else {
+                    #expect(first == .failed(reason: "tls: the server's certificate is not trusted: hostname mismatch"),
+                            "\(names[index].subjectAltName ?? "no subjectAltName")")
+                    #expect(try await server.requests().isEmpty, "the request went to a server whose certificate names another host")
+                }
             }
         }
     }
