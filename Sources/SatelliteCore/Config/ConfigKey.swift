@@ -74,6 +74,9 @@ struct ConfigKey: Sendable {
         .flag("offline.speak", \.offline.speak),
         .string("offline.voice", \.offline.voice, check: voiceName),
         .string("offline.text", \.offline.text, check: noticeText),
+        .choice("conversation.followUp", \.conversation.mode),
+        .milliseconds("conversation.followUpMs", \.conversation.waitMs, 1_000...15_000),
+        .count("conversation.maxFollowUps", \.conversation.maxInARow, 0...10),
     ]
 
     /// Checks that involve more than one key, run after every key is read; the path is the key blamed.
@@ -105,6 +108,16 @@ extension ConfigKey {
                 throw Rejection("a whole number of milliseconds from \(range.lowerBound) to \(range.upperBound)")
             }
             config[keyPath: field] = ms
+        }, render: { .number(Double($0[keyPath: field])) })
+    }
+
+    static func count(_ path: String, _ field: WritableKeyPath<SatelliteConfig, Int> & Sendable,
+                      _ range: ClosedRange<Int>) -> ConfigKey {
+        ConfigKey(path: path, read: { value, config throws(Rejection) in
+            guard let count = value.intValue, range.contains(count) else {
+                throw Rejection("a whole number from \(range.lowerBound) to \(range.upperBound)")
+            }
+            config[keyPath: field] = count
         }, render: { .number(Double($0[keyPath: field])) })
     }
 
