@@ -69,7 +69,7 @@ import Testing
 
     /// The answer has played: the caller has its result, then the follow-up begins, listening all along.
     static func followed(_ number: Int, _ reply: String, by followUp: Int) -> [TurnAction] {
-        [.dropFrames, .spoke, .cancelTimer(number: number), .microphone, .finish(number: number, completed(reply)),
+        [.dropFrames, .spoke, .cancelTimer(number: number), .finish(number: number, completed(reply)),
          .dropFrames, .followUp(number: followUp), .phase(.listening), .openMicrophone(number: followUp)]
     }
 

@@ -384,8 +384,9 @@ public struct TurnMachine: Sendable, Equatable {
             }
             guard failure == nil, let answered, turn == nil, !serverListening, ready, !muted, !stopping,
                   settings.followUp.follows(answered, inARow: followUpsInARow) else { return actions }
-            // Listening again at once: the state goes from speaking to listening, never idle between.
-            return actions.filter { $0 != .phase(nil) } + followUp()
+            // Listening again at once: the state goes from speaking to listening, never idle between, and
+            // the microphone opens once it says listening (so the local wake word has let go of it).
+            return actions.filter { $0 != .phase(nil) && $0 != .microphone } + followUp()
 
         case .stop:
             return playing ? [.stopPlayback] : []
