@@ -103,21 +103,22 @@ extension ConfigKey {
 
     static func milliseconds(_ path: String, _ field: WritableKeyPath<SatelliteConfig, Int> & Sendable,
                              _ range: ClosedRange<Int>) -> ConfigKey {
-        ConfigKey(path: path, read: { value, config throws(Rejection) in
-            guard let ms = value.intValue, range.contains(ms) else {
-                throw Rejection("a whole number of milliseconds from \(range.lowerBound) to \(range.upperBound)")
-            }
-            config[keyPath: field] = ms
-        }, render: { .number(Double($0[keyPath: field])) })
+        whole(path, field, range, "a whole number of milliseconds")
     }
 
     static func count(_ path: String, _ field: WritableKeyPath<SatelliteConfig, Int> & Sendable,
                       _ range: ClosedRange<Int>) -> ConfigKey {
+        whole(path, field, range, "a whole number")
+    }
+
+    /// A whole number in `range`; `what` says what kind, as the error shows it.
+    private static func whole(_ path: String, _ field: WritableKeyPath<SatelliteConfig, Int> & Sendable,
+                              _ range: ClosedRange<Int>, _ what: String) -> ConfigKey {
         ConfigKey(path: path, read: { value, config throws(Rejection) in
-            guard let count = value.intValue, range.contains(count) else {
-                throw Rejection("a whole number from \(range.lowerBound) to \(range.upperBound)")
+            guard let number = value.intValue, range.contains(number) else {
+                throw Rejection("\(what) from \(range.lowerBound) to \(range.upperBound)")
             }
-            config[keyPath: field] = count
+            config[keyPath: field] = number
         }, render: { .number(Double($0[keyPath: field])) })
     }
 
