@@ -89,7 +89,7 @@ public enum SatelliteEvent: Sendable, Equatable {
     case wake(model: String, probability: Double)
     /// The local wake word's model started working or stopped.
     case wakeWord(WakeWordHealth)
-    /// An answer asked something: the satellite listens again without the wake word.
+    /// The answer asked something (or `conversation.followUp` is `always`): the satellite listens again without the wake word.
     case followUp
     /// What the server heard, for a request under way.
     case heard(String)
@@ -154,7 +154,7 @@ public enum SatelliteEvent: Sendable, Equatable {
         case .wakeWord(let w):
             if w.ok == false { return "The wake word model \(w.model) stopped working: \(w.error ?? "unknown reason")." }
             return "Listening for the wake word with \(w.model)."
-        case .followUp: return "Listening for an answer to the question, without the wake word."
+        case .followUp: return "Listening again after the answer, without the wake word."
         case .heard(let text): return "Heard: \(text)"
         case .reply(let text, let via): return "Reply (\(via)): \(text)"
         case .finished(let command, let result):
