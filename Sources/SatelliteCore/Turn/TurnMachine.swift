@@ -308,7 +308,7 @@ public struct TurnMachine: Sendable, Equatable {
             var began: [TurnAction] = []
             if !current.begun, decision == .speaking || decision.isFinal && decision != .nothingHeard {
                 current.begun = true
-                began = [.speechBegan] + (settings.timeoutSeconds == nil ? [] : [.startTimer(number: current.number)])
+                began = [.speechBegan]
             }
             turn = current
             if current.hold { return current.released || current.samples >= settings.maxUtteranceSamples ? endCapture(current) : [] }
@@ -393,6 +393,8 @@ public struct TurnMachine: Sendable, Equatable {
 
         case .timeout(let number):
             guard let current = turn, current.number == number, current.notice == nil, let seconds = settings.timeoutSeconds else { return [] }
+            // A follow-up whose microphone gave no sound to decide on: nobody spoke.
+            if !current.begun { return deliver(current, .cancelled(.nothingHeard)) }
             let cancel: [TurnAction] = current.stage == .speaking ? [] : abandon(current)
             return cancel + finish(current, .failure(.timeout, "The server gave no answer within \(seconds) s."))
 
@@ -461,7 +463,9 @@ public struct TurnMachine: Sendable, Equatable {
         followUpsInARow += 1
         lastFollowUp -= 1
         turn = Turn(number: lastFollowUp, hold: false, followUp: true, begun: false)
-        return [.dropFrames, .followUp(number: lastFollowUp), .phase(.listening), .openMicrophone(number: lastFollowUp)]
+        // Timed from here, as a request is: a microphone that gives no sound cannot hold it open.
+        let timer: [TurnAction] = settings.timeoutSeconds == nil ? [] : [.startTimer(number: lastFollowUp)]
+        return [.dropFrames, .followUp(number: lastFollowUp), .phase(.listening)] + timer + [.openMicrophone(number: lastFollowUp)]
     }
 
     /// Drops the utterance under way; a follow-up whose speech never started has sent nothing to drop.
