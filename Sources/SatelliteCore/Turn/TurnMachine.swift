@@ -187,7 +187,7 @@ public struct TurnMachine: Sendable, Equatable {
         public var saying = false
         /// The machine opened it after an answer (a follow-up): no caller waits for its result.
         public var followUp = false
-        /// The utterance has gone up (or is being kept to go up); a follow-up's begins when speech starts.
+        /// The utterance goes up (stream: `start` was sent); a follow-up's only once speech has started.
         public var begun = true
 
         public static func == (a: Turn, b: Turn) -> Bool {
@@ -224,7 +224,7 @@ public struct TurnMachine: Sendable, Equatable {
     /// The answer's words while it plays: once it has played to its end, they decide a follow-up.
     private var answer: String?
     /// Follow-ups since a person last asked (a request, or the server's wake word).
-    public private(set) var followUpsInARow = 0
+    private var followUpsInARow = 0
     /// The last follow-up's number: they count down from -1, apart from the requests' numbers.
     private var lastFollowUp = 0
 
