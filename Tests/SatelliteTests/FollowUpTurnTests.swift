@@ -174,6 +174,22 @@ struct FollowUpTurnTests {
         #expect(await daemon.stop() == 0)
     }
 
+    @Test("a question cut short by barge-in (the server's stop) is not followed")
+    func bargeIn() async throws {
+        // The server hears its wake word half a second into a 3 s answer, as it would over a person.
+        let server = try await TestServer.start(knobs: ["audioMs": 3000, "replyText": "Which room?", "socketStopAfterWavMs": 500])
+        defer { server.stop() }
+        let daemon = try await DaemonHarness.start(config: Self.config(server), token: server.token, fifoMic: true)
+        let watcher = try await Self.idleWatch(daemon)
+        let result = try await Self.listen(daemon, watcher)
+        #expect(result["response"]?["reply"] == "Which room?")
+        let rest = await Self.events(watcher, until: Self.isIdle)
+        #expect(!rest.contains { $0["event"] == "followUp" }, "\(rest)")
+        let played = Speech.samples(try Data(contentsOf: daemon.speakerFile))
+        #expect(played.count < 2 * 16000, "the answer stopped early: \(played.count) samples played")
+        #expect(await daemon.stop() == 0)
+    }
+
     @Test("cancel, a new listen and mute end a follow-up at once")
     func ended() async throws {
         let server = try await TestServer.start(knobs: ["audioMs": 400, "replyText": "Which room?"])
