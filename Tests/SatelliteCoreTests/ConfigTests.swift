@@ -61,6 +61,15 @@ struct ConfigTests {
                          leadingSilenceMs: 4000, mixer: "Speaker", mixerCard: "hw:1")))
     }
 
+    @Test("the conversation keys are read, each at its default when left out")
+    func conversationKeys() throws {
+        #expect(try decode("{}").config.conversation == FollowUp(mode: .question, waitMs: 5000, maxInARow: 3))
+        let config = try decode(#"{"conversation": {"followUp": "always", "followUpMs": 1000, "maxFollowUps": 0}}"#).config
+        #expect(config.conversation == FollowUp(mode: .always, waitMs: 1000, maxInARow: 0))
+        #expect(try decode(#"{"conversation": {"followUp": "never", "followUpMs": 15000, "maxFollowUps": 10}}"#).config.conversation
+            == FollowUp(mode: .never, waitMs: 15000, maxInARow: 10))
+    }
+
     @Test("json() writes every key and reads back to the same config")
     func roundTrip() throws {
         var config = SatelliteConfig.defaults(hostName: "den")
@@ -136,6 +145,16 @@ struct ConfigTests {
         (#"{"wakeWord": "okay_nabu"}"#,
          #"satellite.json: wakeWord: expected an object with the keys model, cutoff, refractoryMs, found "okay_nabu""#),
         (#"{"name": 7}"#, "satellite.json: name: expected a string, found 7"),
+        (#"{"conversation": {"followUp": "questions"}}"#,
+         #"satellite.json: conversation.followUp: expected "question", "never" or "always", found "questions""#),
+        (#"{"conversation": {"followUpMs": 999}}"#,
+         "satellite.json: conversation.followUpMs: expected a whole number of milliseconds from 1000 to 15000, found 999"),
+        (#"{"conversation": {"followUpMs": 15001}}"#,
+         "satellite.json: conversation.followUpMs: expected a whole number of milliseconds from 1000 to 15000, found 15001"),
+        (#"{"conversation": {"maxFollowUps": 11}}"#,
+         "satellite.json: conversation.maxFollowUps: expected a whole number from 0 to 10, found 11"),
+        (#"{"conversation": {"maxFollowUps": -1}}"#,
+         "satellite.json: conversation.maxFollowUps: expected a whole number from 0 to 10, found -1"),
         (#"{"name": "   "}"#,
          #"satellite.json: name: expected a name of 1 to 64 characters, or "" for the short host name, found "   ""#),
         (#"{"name": "\#(String(repeating: "n", count: 65))"}"#,

@@ -73,6 +73,7 @@ API_ROUTES = {"POST /ask", "POST /voice", "GET /v1/models", "POST /v1/chat/compl
 DEFAULT_KNOBS: dict[str, Any] = {
     # What the "brain" says.
     "replyText": None,  # None: "You asked: <text>"
+    "replyTexts": [],  # the next answers' words, one each, in order (a question, then a statement); then replyText
     "via": "local",
     "heardText": "turn off the kitchen lights",
     # The reply audio.
@@ -144,6 +145,9 @@ def check_knobs(patch: Any) -> str | None:
         return f"unknown knob {', '.join(unknown)}; known: {', '.join(DEFAULT_KNOBS)}"
     if patch.get("garbage", None) not in GARBAGE_KINDS:
         return f"garbage must be one of {sorted(k for k in GARBAGE_KINDS if k)} or null"
+    texts = patch.get("replyTexts", [])
+    if not isinstance(texts, list) or not all(isinstance(text, str) for text in texts):
+        return "replyTexts must be a list of texts"
     statuses = patch.get("callbackStatuses", [])
     if not isinstance(statuses, list) or not all(isinstance(code, int) and 100 <= code <= 599 for code in statuses):
         return "callbackStatuses must be a list of HTTP statuses (100-599)"
@@ -770,7 +774,7 @@ class Listener:
                 return  # nothing said: thinking, then idle, and no message says why
             text = self.knobs["heardText"]
             await self.enter("thinking", text)
-            reply = self.knobs["replyText"] or f"You asked: {text}"
+            reply = self.server.reply_to(text)
             await self.enter("speaking")
             await self.say(reply)
         finally:
@@ -1029,6 +1033,11 @@ class TestServer:
     # ---- client routes
 
     def reply_to(self, text: str) -> str:
+        """The answer's words: the next of replyTexts, else replyText, else an echo of what was heard."""
+        queued = self.knobs["replyTexts"]
+        if queued:
+            self.knobs["replyTexts"] = queued[1:]
+            return queued[0]
         return self.knobs["replyText"] or f"You asked: {text}"
 
     async def ask(self, request: web.BaseRequest, entry: dict[str, Any]) -> Answer:

@@ -176,6 +176,14 @@ def test_ask_answers_and_the_log_keeps_the_cleaned_names(port):
     assert (entry["client"], entry["room"], entry["text"]) == ("kitchen-sat", "the den", "what time is it")
 
 
+def test_reply_texts_answer_in_order_then_reply_text(port):
+    knobs(port, replyTexts=["Which room?", "Done."], replyText="Anything else?")
+    answers = [call_json(port, "POST", "/ask", {"text": "x"})[1]["reply"] for _ in range(3)]
+    assert answers == ["Which room?", "Done.", "Anything else?"]
+    assert call_json(port, "POST", "/_test/knobs", {"replyTexts": "Which room?"}, token=None)[0] == 400
+    assert call_json(port, "POST", "/_test/knobs", {"replyTexts": [1]}, token=None)[0] == 400
+
+
 def test_the_log_never_holds_the_token(port):
     call(port, "GET", f"/v1/models?token={TOKEN}&client=x", token=None)
     call(port, "GET", "/v1/models")

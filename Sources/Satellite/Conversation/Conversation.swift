@@ -21,8 +21,11 @@ public actor Conversation {
         public var name: String
         public var room: String
         public var endpointing: Endpointer.Settings
+        /// `conversation.*`: listening again after an answer that asks something (record transport).
+        public var followUp: FollowUp
 
-        public init(name: String, room: String, endpointing: Endpointer.Settings) {
+        public init(name: String, room: String, endpointing: Endpointer.Settings, followUp: FollowUp = FollowUp(mode: .never)) {
+            self.followUp = followUp
             self.name = name
             self.room = room
             self.endpointing = endpointing
@@ -71,7 +74,8 @@ public actor Conversation {
         self.cues = cues
         self.offline = offline
         self.driver = TurnDriver(TurnMachine(settings: .init(streamsRoom: false, maxUtteranceSamples: settings.endpointing.maxUtteranceMs * 16,
-                                                             timeoutSeconds: nil, speaksOffline: offline != nil),
+                                                             timeoutSeconds: nil, speaksOffline: offline != nil,
+                                                             followUp: settings.followUp),
                                              muted: muted, ready: true))
         self.endpointer = Endpointer(settings: settings.endpointing)
     }
@@ -125,8 +129,15 @@ public actor Conversation {
             }
             return true
         }
-        // A reply the server sent on its own (wake mode) is not a turn, but is stopped the same way.
-        return await stream?.stopPlaying() ?? false
+        // A follow-up is the satellite's own turn, with no request.
+        if let stream {
+            if await stream.cancelFollowUp() { return true }
+            // A reply the server sent on its own (wake mode) is not a turn, but is stopped the same way.
+            return await stream.stopPlaying()
+        }
+        guard let turn = machine.turn, turn.followUp else { return false }
+        await driver.apply(.cancel(number: turn.number))
+        return true
     }
 
     /// Asks in words through /ask.
@@ -208,6 +219,13 @@ public actor Conversation {
             recorded = []
             endpointer = Endpointer(settings: settings.endpointing)
         case .endCapture: submit()
+        case .followUp:
+            recorded = []
+            endpointer = Endpointer(settings: settings.followUp.endpointing(settings.endpointing))
+            bus.publish(.followUp)
+        case .speechBegan:
+            // What was heard before the onset's last half second is only the room waiting.
+            recorded = Array(recorded.suffix(FollowUp.preRollSamples))
         case .abandon:
             recorded = []
             asking?.work.cancel()

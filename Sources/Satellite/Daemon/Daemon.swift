@@ -89,12 +89,13 @@ public final class Daemon: Sendable {
         if config.transport == .stream {
             stream = ListenStream(
                 settings: .init(name: config.name, room: room, mode: config.wake == .server ? .wake : .push,
-                                retryMs: config.server.retryMs, endpointing: endpointing, bargeIn: config.audio.echoCancel),
+                                retryMs: config.server.retryMs, endpointing: endpointing, bargeIn: config.audio.echoCancel,
+                                followUp: config.conversation),
                 link: link, capture: capture, playback: playback, bus: bus, keeper: keeper, cues: cuePlayer, offline: offline,
                 muted: local.muted)
         }
         let conversation = Conversation(
-            settings: .init(name: config.name, room: room, endpointing: endpointing),
+            settings: .init(name: config.name, room: room, endpointing: endpointing, followUp: config.conversation),
             capture: capture, playback: playback, link: link, bus: bus, keeper: keeper, stream: stream,
             cues: cuePlayer, offline: offline, muted: local.muted)
         let settings = SettingsKeeper(initial: local, stateDirectory: paths.stateDirectory, configRoom: config.room,

@@ -14,7 +14,9 @@
 // events taken one at a time by TurnDriver: this actor carries its actions out
 // for the stream transport, on the socket and the devices.
 // In wake mode the room goes up from the audio thread (ListenSink), routed by
-// the machine's state; only a push turn's periods come here.
+// the machine's state; only a push turn's periods come here. A follow-up is a
+// push turn whose `start` waits for speech to begin: until then its periods are
+// kept here (the last half second), and nothing of the room goes up.
 import SatelliteCore
 
 /// Holds the /listen socket, streams the microphone, plays the replies.
@@ -31,9 +33,12 @@ public actor ListenStream {
         public var turnTimeout: Duration
         /// `audio.echoCancel`: the room goes on up while a reply plays (TurnMachine.Settings.bargeIn).
         public var bargeIn: Bool
+        /// `conversation.*`: listening again after an answer that asks something.
+        public var followUp: FollowUp
 
         public init(name: String, room: String, mode: ListenMode, retryMs: Int, endpointing: Endpointer.Settings,
-                    turnTimeout: Duration = .seconds(60), bargeIn: Bool = false) {
+                    turnTimeout: Duration = .seconds(60), bargeIn: Bool = false, followUp: FollowUp = FollowUp(mode: .never)) {
+            self.followUp = followUp
             self.bargeIn = bargeIn
             self.name = name
             self.room = room
@@ -72,6 +77,8 @@ public actor ListenStream {
     private var malformed = 0
 
     private var batcher = FrameBatcher()
+    /// A follow-up's periods until its speech starts: the last `FollowUp.preRollSamples` of them.
+    private var kept: [Int16] = []
     /// What this part starts (the microphone's reader, a reply playing, timers): children of `run()`.
     private let work = WorkGroup()
     private var microphone: WorkGroup.Handle?
@@ -107,7 +114,8 @@ public actor ListenStream {
         self.settings = settings
         self.driver = TurnDriver(TurnMachine(settings: .init(
             streamsRoom: settings.mode == .wake, maxUtteranceSamples: settings.endpointing.maxUtteranceMs * 16,
-            timeoutSeconds: settings.turnTimeout.components.seconds, speaksOffline: offline != nil, bargeIn: settings.bargeIn), muted: muted))
+            timeoutSeconds: settings.turnTimeout.components.seconds, speaksOffline: offline != nil, bargeIn: settings.bargeIn,
+            followUp: settings.followUp), muted: muted))
         self.offline = offline
         self.link = link
         self.capture = capture
@@ -373,7 +381,9 @@ public actor ListenStream {
             connection?.sendText(ListenCommand.end.text)
         case .abandon: connection?.sendText(ListenCommand.cancel.text)
         case .spoke: connection?.sendText(ListenCommand.spoke.text)
-        case .dropFrames: batcher.reset()
+        case .dropFrames:
+            batcher.reset()
+            kept = []
         case .microphone: await setMicrophone()
         case .openMicrophone(let number):
             // The microphone is open first, so what is said over the awake sound goes up too.
@@ -400,6 +410,13 @@ public actor ListenStream {
             if ear?.number == number { ear = nil }
         case .report(let why, let fields): bus.notice(.error, why, fields)
         case .decided: bus.notice(.debug, "End of speech decided.", ["monotonic_ns": String(decidedAt)])
+        case .followUp(let number):
+            ear = (number, Endpointer(settings: settings.followUp.endpointing(settings.endpointing)))
+            bus.publish(.followUp)
+        case .speechBegan:
+            connection?.sendText(ListenCommand.start.text)
+            if let block = batcher.add(kept) { connection?.sendBinary(block) }
+            kept = []
         case .dropServerTurn:
             closing = "the microphone was muted while the server was listening, so it drops what it heard"
             connection?.close()
@@ -469,6 +486,13 @@ public actor ListenStream {
     /// Cancels push turn `number` if it is still under way: `cancel` goes up (or its reply stops).
     public func cancel(_ number: Int) async {
         await event(.cancel(number: number))
+    }
+
+    /// Ends the follow-up under way, if one is; false when none is.
+    public func cancelFollowUp() async -> Bool {
+        guard let turn = machine.turn, turn.followUp else { return false }
+        await event(.cancel(number: turn.number))
+        return true
     }
 
     /// Ends the push turn under way with `shutting_down`, and refuses new ones.
@@ -598,7 +622,12 @@ public actor ListenStream {
             // When the endpointer decided, for scripts/bench; said once `end` is queued, so saying it costs the turn nothing.
             decidedAt = MonotonicClock.nanoseconds()
             ear = current
-            if let block = batcher.add(samples) { connection?.sendBinary(block) }
+            if machine.turn?.begun == false {
+                kept.append(contentsOf: samples)
+                if kept.count > FollowUp.preRollSamples { kept.removeFirst(kept.count - FollowUp.preRollSamples) }
+            } else if let block = batcher.add(samples) {
+                connection?.sendBinary(block)
+            }
             await driver.apply(.period(samples: samples.count, decision: decision))
         }
     }

@@ -74,6 +74,9 @@ struct ConfigKey: Sendable {
         .flag("offline.speak", \.offline.speak),
         .string("offline.voice", \.offline.voice, check: voiceName),
         .string("offline.text", \.offline.text, check: noticeText),
+        .choice("conversation.followUp", \.conversation.mode),
+        .milliseconds("conversation.followUpMs", \.conversation.waitMs, 1_000...15_000),
+        .count("conversation.maxFollowUps", \.conversation.maxInARow, 0...10),
     ]
 
     /// Checks that involve more than one key, run after every key is read; the path is the key blamed.
@@ -100,11 +103,22 @@ extension ConfigKey {
 
     static func milliseconds(_ path: String, _ field: WritableKeyPath<SatelliteConfig, Int> & Sendable,
                              _ range: ClosedRange<Int>) -> ConfigKey {
+        whole(path, field, range, "a whole number of milliseconds")
+    }
+
+    static func count(_ path: String, _ field: WritableKeyPath<SatelliteConfig, Int> & Sendable,
+                      _ range: ClosedRange<Int>) -> ConfigKey {
+        whole(path, field, range, "a whole number")
+    }
+
+    /// A whole number in `range`; `what` says what kind, as the error shows it.
+    private static func whole(_ path: String, _ field: WritableKeyPath<SatelliteConfig, Int> & Sendable,
+                              _ range: ClosedRange<Int>, _ what: String) -> ConfigKey {
         ConfigKey(path: path, read: { value, config throws(Rejection) in
-            guard let ms = value.intValue, range.contains(ms) else {
-                throw Rejection("a whole number of milliseconds from \(range.lowerBound) to \(range.upperBound)")
+            guard let number = value.intValue, range.contains(number) else {
+                throw Rejection("\(what) from \(range.lowerBound) to \(range.upperBound)")
             }
-            config[keyPath: field] = ms
+            config[keyPath: field] = number
         }, render: { .number(Double($0[keyPath: field])) })
     }
 

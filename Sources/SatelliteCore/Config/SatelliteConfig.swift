@@ -157,9 +157,13 @@ public struct SatelliteConfig: Sendable, Equatable {
     public var hooks: Hooks
     public var sounds: Sounds
     public var offline: Offline
+    /// Listening again without the wake word after an answer that asks something (docs/follow-up.md).
+    public var conversation: FollowUp
 
     public init(name: String, room: String, server: Server, transport: Transport, wake: Wake, wakeWord: WakeWord = WakeWord(),
-                audio: Audio, hooks: Hooks = Hooks(), sounds: Sounds = Sounds(), offline: Offline = Offline()) {
+                audio: Audio, hooks: Hooks = Hooks(), sounds: Sounds = Sounds(), offline: Offline = Offline(),
+                conversation: FollowUp = FollowUp()) {
+        self.conversation = conversation
         self.name = name
         self.room = room
         self.server = server

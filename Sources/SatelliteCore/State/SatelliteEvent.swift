@@ -89,6 +89,8 @@ public enum SatelliteEvent: Sendable, Equatable {
     case wake(model: String, probability: Double)
     /// The local wake word's model started working or stopped.
     case wakeWord(WakeWordHealth)
+    /// The answer asked something (or `conversation.followUp` is `always`): the satellite listens again without the wake word.
+    case followUp
     /// What the server heard, for a request under way.
     case heard(String)
     case reply(text: String, via: String)
@@ -108,6 +110,7 @@ public enum SatelliteEvent: Sendable, Equatable {
         case .server: "server"
         case .wake: "wake"
         case .wakeWord: "wakeWord"
+        case .followUp: "followUp"
         case .heard: "heard"
         case .reply: "reply"
         case .finished: "finished"
@@ -151,6 +154,7 @@ public enum SatelliteEvent: Sendable, Equatable {
         case .wakeWord(let w):
             if w.ok == false { return "The wake word model \(w.model) stopped working: \(w.error ?? "unknown reason")." }
             return "Listening for the wake word with \(w.model)."
+        case .followUp: return "Listening again after the answer, without the wake word."
         case .heard(let text): return "Heard: \(text)"
         case .reply(let text, let via): return "Reply (\(via)): \(text)"
         case .finished(let command, let result):
@@ -179,6 +183,7 @@ public enum SatelliteEvent: Sendable, Equatable {
             fields["model"] = .string(model)
             fields["probability"] = .number(probability)
         case .wakeWord(let w): fields["wakeWord"] = w.json
+        case .followUp: break
         case .heard(let text): fields["heard"] = .string(text)
         case .reply(let text, let via):
             fields["reply"] = .string(text)

@@ -7,6 +7,11 @@
 // listening (a push turn's capture, or the server's own listening in wake
 // mode), thinking or speaking (the answer, or the satellite's own notice when
 // the house cannot be reached).
+// After an answer that asks something (FollowUp), the machine opens a turn of
+// its own, a follow-up: the microphone listens without the wake word, and
+// nothing goes up until speech starts (`speechBegan`), so a room that stays
+// quiet sends nothing. It is a turn like any push turn from there, with no
+// caller waiting for its result.
 // Easy to get wrong, and why it lives here with tables of tests: every push
 // turn gets exactly one result, whatever ends it (the endpointer, nothing heard,
 // a cancel, a newer request, a mute, a timeout, a lost connection, a failed
@@ -118,6 +123,11 @@ public enum TurnAction: Sendable, Equatable {
     case decided
     /// Close the socket so the server drops the question it was hearing.
     case dropServerTurn
+    /// Follow-up `number` begins: the ear waits for speech to start (FollowUp.endpointing), keeping what
+    /// it hears; `watch` shows it.
+    case followUp(number: Int)
+    /// The follow-up's speech started (stream: `start`, then what was kept from just before its onset).
+    case speechBegan
 }
 
 /// Which way a captured period goes.
@@ -146,9 +156,12 @@ public struct TurnMachine: Sendable, Equatable {
         /// `audio.echoCancel`: the microphone's audio has the reply cancelled out of it, so the room
         /// goes on up while a reply plays (the server's `bargeIn` decides; its `stop` ends the reply).
         public var bargeIn: Bool
+        /// `conversation.*`: when an answer is followed by listening again without the wake word.
+        public var followUp: FollowUp
 
         public init(streamsRoom: Bool, maxUtteranceSamples: Int, timeoutSeconds: Int64?, speaksOffline: Bool = false,
-                    bargeIn: Bool = false) {
+                    bargeIn: Bool = false, followUp: FollowUp = FollowUp(mode: .never)) {
+            self.followUp = followUp
             self.streamsRoom = streamsRoom
             self.maxUtteranceSamples = maxUtteranceSamples
             self.timeoutSeconds = timeoutSeconds
@@ -172,11 +185,15 @@ public struct TurnMachine: Sendable, Equatable {
         public var notice: ControlResult?
         /// The notice is playing (not a reply from before it, still stopping).
         public var saying = false
+        /// The machine opened it after an answer (a follow-up): no caller waits for its result.
+        public var followUp = false
+        /// The utterance goes up (stream: `start` was sent); a follow-up's only once speech has started.
+        public var begun = true
 
         public static func == (a: Turn, b: Turn) -> Bool {
             a.number == b.number && a.hold == b.hold && a.stage == b.stage && a.samples == b.samples && a.sawThinking == b.sawThinking
                 && a.heard == b.heard && a.reply?.text == b.reply?.text && a.reply?.via == b.reply?.via && a.notice == b.notice && a.released == b.released
-                && a.saying == b.saying
+                && a.saying == b.saying && a.followUp == b.followUp && a.begun == b.begun
         }
 
         /// The result once the reply has played (or there was no audio to play).
@@ -204,6 +221,12 @@ public struct TurnMachine: Sendable, Equatable {
     public private(set) var server = ListenState.idle
     /// Wake mode: the server is listening on its own turn (not a push turn).
     private var serverListening = false
+    /// The answer's words while it plays: once it has played to its end, they decide a follow-up.
+    private var answer: String?
+    /// Follow-ups since a person last asked (a request, or the server's wake word).
+    private var followUpsInARow = 0
+    /// The last follow-up's number: they count down from -1, apart from the requests' numbers.
+    private var lastFollowUp = 0
 
     /// `ready` from the start for the record transport, which has no socket to wait for.
     public init(settings: Settings, muted: Bool = false, ready: Bool = false) {
@@ -243,12 +266,20 @@ public struct TurnMachine: Sendable, Equatable {
     // MARK: Events
 
     public mutating func handle(_ event: TurnEvent) -> [TurnAction] {
+        let actions = step(event)
+        // An answer stopped before its end asks nothing.
+        if actions.contains(.stopPlayback) { answer = nil }
+        return actions
+    }
+
+    private mutating func step(_ event: TurnEvent) -> [TurnAction] {
         switch event {
         case .request(let number, let hold, let offline):
             if stopping { return [.finish(number: number, .cancelled(.shuttingDown))] }
             if muted { return [.finish(number: number, .error(.microphoneMuted))] }
             var actions = turn.map { stopTurn($0, .cancelled(.superseded)) } ?? []
             if playing, !actions.contains(.stopPlayback) { actions.append(.stopPlayback) }
+            followUpsInARow = 0
             turn = Turn(number: number, hold: hold)
             guard ready else { return actions + finish(Turn(number: number, hold: hold), .error(offline)) }
             let timer: [TurnAction] = settings.timeoutSeconds == nil ? [] : [.startTimer(number: number)]
@@ -274,17 +305,22 @@ public struct TurnMachine: Sendable, Equatable {
         case .period(let samples, let decision):
             guard var current = turn, current.stage == .listening else { return [] }
             current.samples += samples
+            var began: [TurnAction] = []
+            if !current.begun, decision == .speaking || decision.isFinal && decision != .nothingHeard {
+                current.begun = true
+                began = [.speechBegan]
+            }
             turn = current
             if current.hold { return current.released || current.samples >= settings.maxUtteranceSamples ? endCapture(current) : [] }
             switch decision {
-            case .waiting, .speaking: return []
-            case .ended: return endCapture(current)
-            case .nothingHeard: return [.dropFrames, .abandon] + finish(current, .cancelled(.nothingHeard))
+            case .waiting, .speaking: return began
+            case .ended: return began + endCapture(current)
+            case .nothingHeard: return [.dropFrames] + abandon(current) + finish(current, .cancelled(.nothingHeard))
             }
 
         case .microphoneFailed(let message):
             guard let current = turn, current.stage == .listening else { return [] }
-            return [.abandon] + finish(current, .failure(.microphoneUnavailable, message))
+            return abandon(current) + finish(current, .failure(.microphoneUnavailable, message))
 
         case .ready:
             ready = true
@@ -298,6 +334,9 @@ public struct TurnMachine: Sendable, Equatable {
             if var current = turn, current.stage == .thinking {
                 current.reply = (text, via)
                 turn = current
+                answer = text
+            } else if turn == nil {
+                answer = text
             }
             return [.reply(text: text, via: via)]
 
@@ -326,6 +365,8 @@ public struct TurnMachine: Sendable, Equatable {
         case .played(let failure, let sameConnection):
             guard playing else { return [] }
             playing = false
+            let answered = answer
+            answer = nil
             if let current = turn, let pending = current.notice {
                 // A reply from before the notice, stopped, ends with nothing to say.
                 guard current.saying else { return [.dropFrames] }
@@ -341,21 +382,30 @@ public struct TurnMachine: Sendable, Equatable {
                 // The server may have woken over the reply (barge-in): its turn is shown now.
                 if turn == nil { actions.append(.phase(serverListening ? .listening : nil)) }
             }
-            return actions
+            guard failure == nil, let answered, turn == nil, !serverListening, ready, !muted, !stopping,
+                  settings.followUp.follows(answered, inARow: followUpsInARow) else { return actions }
+            // Listening again at once: the state goes from speaking to listening, never idle between, and
+            // the microphone opens once it says listening (so the local wake word has let go of it).
+            return actions.filter { $0 != .phase(nil) && $0 != .microphone } + followUp()
 
         case .stop:
             return playing ? [.stopPlayback] : []
 
         case .timeout(let number):
             guard let current = turn, current.number == number, current.notice == nil, let seconds = settings.timeoutSeconds else { return [] }
-            let cancel: [TurnAction] = current.stage == .speaking ? [] : [.abandon]
+            // A follow-up whose microphone gave no sound to decide on: nobody spoke.
+            if !current.begun { return deliver(current, .cancelled(.nothingHeard)) }
+            let cancel: [TurnAction] = current.stage == .speaking ? [] : abandon(current)
             return cancel + finish(current, .failure(.timeout, "The server gave no answer within \(seconds) s."))
 
         case .disconnected(let why):
             ready = false
             server = .idle
             var actions: [TurnAction] = []
-            if let current = turn, current.stage != .speaking {
+            if let current = turn, current.followUp, !current.begun {
+                // A follow-up no one has spoken into yet ends as quietly as if no one had.
+                actions += deliver(current, .cancelled(.nothingHeard))
+            } else if let current = turn, current.stage != .speaking {
                 actions += finish(current, .failure(.serverUnreachable, "The connection to the server ended during the turn. \(why)"))
             }
             if !playing, turn == nil { actions.append(.phase(nil)) }
@@ -365,7 +415,7 @@ public struct TurnMachine: Sendable, Equatable {
             guard !muted else { return [] }
             muted = true
             if let current = turn, current.stage == .listening {
-                return [.dropFrames, .abandon] + deliver(current, .error(.mutedWhileListening))
+                return [.dropFrames] + abandon(current) + deliver(current, .error(.mutedWhileListening))
             }
             if turn == nil, server == .listening, ready { return [.dropServerTurn, .microphone] }
             return [.microphone]
@@ -383,6 +433,7 @@ public struct TurnMachine: Sendable, Equatable {
             current.heard = heard
             current.reply = (reply, via)
             turn = current
+            if audio { answer = reply }
             return audio ? actions : actions + finish(current, current.completed)
 
         case .requestFailed(let error):
@@ -407,6 +458,26 @@ public struct TurnMachine: Sendable, Equatable {
 
     // MARK: Steps
 
+    /// Listens again without the wake word: a turn of the machine's own, which sends nothing until speech starts.
+    private mutating func followUp() -> [TurnAction] {
+        followUpsInARow += 1
+        lastFollowUp -= 1
+        turn = Turn(number: lastFollowUp, hold: false, followUp: true, begun: false)
+        // Timed from here, as a request is: a microphone that gives no sound cannot hold it open.
+        let timer: [TurnAction] = settings.timeoutSeconds == nil ? [] : [.startTimer(number: lastFollowUp)]
+        return [.dropFrames, .followUp(number: lastFollowUp), .phase(.listening)] + timer + [.openMicrophone(number: lastFollowUp)]
+    }
+
+    /// Drops the utterance under way; a follow-up whose speech never started has sent nothing to drop.
+    private func abandon(_ current: Turn) -> [TurnAction] {
+        current.begun ? [.abandon] : []
+    }
+
+    /// The turn's result for its caller; a follow-up has none.
+    private func result(_ current: Turn, _ result: ControlResult) -> [TurnAction] {
+        current.followUp ? [] : [.finish(number: current.number, result)]
+    }
+
     /// The end of the utterance: what is batched goes up, then `end`; the answer is awaited.
     private mutating func endCapture(_ current: Turn) -> [TurnAction] {
         var answering = current
@@ -417,8 +488,8 @@ public struct TurnMachine: Sendable, Equatable {
 
     /// Stops the turn where it is (the question is dropped, or the speaker stops) and gives it `result`.
     private mutating func stopTurn(_ current: Turn, _ result: ControlResult) -> [TurnAction] {
-        let stop: TurnAction = current.stage == .speaking ? .stopPlayback : .abandon
-        return [stop] + deliver(current, result)
+        let stop: [TurnAction] = current.stage == .speaking ? [.stopPlayback] : abandon(current)
+        return stop + deliver(current, result)
     }
 
     /// Ends the turn with `result`: an unreachable house is said aloud first (`offline.speak`),
@@ -433,14 +504,14 @@ public struct TurnMachine: Sendable, Equatable {
             return [.cancelTimer(number: current.number), .microphone, .phase(.speaking), .prepareNotice]
         }
         turn = nil
-        return [.cancelTimer(number: current.number), .microphone, .errorCue, .phase(nil), .finish(number: current.number, result)]
+        return [.cancelTimer(number: current.number), .microphone, .errorCue, .phase(nil)] + self.result(current, result)
     }
 
     /// Gives the turn its one result and forgets it; the state says idle and the microphone is put right
     /// before the caller hears.
     private mutating func deliver(_ current: Turn, _ result: ControlResult) -> [TurnAction] {
         turn = nil
-        return [.cancelTimer(number: current.number), .phase(nil), .microphone, .finish(number: current.number, result)]
+        return [.cancelTimer(number: current.number), .phase(nil), .microphone] + self.result(current, result)
     }
 
     /// The error result, marked as said by the satellite when the notice reached the speaker.
@@ -476,6 +547,8 @@ public struct TurnMachine: Sendable, Equatable {
         }
         let wasListening = serverListening
         serverListening = state == .listening
+        // The server heard its wake word: a person asks anew.
+        if serverListening { followUpsInARow = 0 }
         switch state {
         case .listening:
             return (playing ? [] : [.phase(.listening)]) + (wasListening ? [] : [.cue(.awake)])
