@@ -223,6 +223,7 @@ final class HTTPExchange: @unchecked Sendable {
             send(now)
         case .failed(.connect(let why)): fail(.couldNotConnect, "connect", why)
         case .failed(.unverified(let why)): fail(.unverified, "tls", why)
+        case .failed(.clockWrong(let now)): fail(.clockWrong(now: now), "tls", ClientConnection.Failure.clockWrong(now: now).description)
         case .failed(.keyChanged): fail(.keyChanged(pinned: request.pinnedKey ?? ""), "tls", "the server showed another key than the pinned one")
         case .failed(.tls(let why)): fail(.other, "tls", why)
         }
