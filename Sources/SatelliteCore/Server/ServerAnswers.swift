@@ -75,6 +75,13 @@ public enum TransferFailure: Sendable, Equatable {
     case other
 }
 
+extension TransferFailure {
+    public var isClockWrong: Bool {
+        if case .clockWrong = self { return true }
+        return false
+    }
+}
+
 /// Turns the server's answers, and the ways a request can fail, into values or
 /// into a `SatelliteError` a person can act on.
 public enum ServerAnswers {

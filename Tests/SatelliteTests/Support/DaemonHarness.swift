@@ -145,19 +145,22 @@ final class DaemonHarness: Sendable {
         self.room = room
     }
 
+    /// parlourctl's environment: the daemon's, without what was preloaded into the daemon alone (FakeWallClock).
+    private var ctlEnvironment: [String: String] { environment.filter { $0.key != "LD_PRELOAD" } }
+
     /// Runs parlourctl against this daemon.
     func ctl(_ arguments: String..., input: String? = nil) async throws -> Finished {
-        try await Subprocess.run(Package.binDirectory + "/parlourctl", arguments, environment: environment, input: input)
+        try await Subprocess.run(Package.binDirectory + "/parlourctl", arguments, environment: ctlEnvironment, input: input)
     }
 
     /// Runs `parlourctl ARGS` with its standard input held open until `release` returns.
     func ctl(_ arguments: String..., holdingInputUntil release: @escaping @Sendable () async -> Void) async throws -> Finished {
-        try await Subprocess.run(Package.binDirectory + "/parlourctl", arguments, environment: environment, holdingInputUntil: release)
+        try await Subprocess.run(Package.binDirectory + "/parlourctl", arguments, environment: ctlEnvironment, holdingInputUntil: release)
     }
 
     /// The result object of `parlourctl --json ARGS`.
     func result(_ arguments: String...) async throws -> JSONValue {
-        let done = try await Subprocess.run(Package.binDirectory + "/parlourctl", ["--json"] + arguments, environment: environment)
+        let done = try await Subprocess.run(Package.binDirectory + "/parlourctl", ["--json"] + arguments, environment: ctlEnvironment)
         return try JSONValue.parse(done.out)
     }
 
