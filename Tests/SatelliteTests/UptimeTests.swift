@@ -44,6 +44,16 @@ struct UptimeTests {
         try await DaemonHarness.$uptime.withValue(uptime) { try await Self.run(.answerInEchoingRoomAndWakeOverIt) }
     }
 
+    @Test("a watchdog interval past Int64's microseconds (systemd takes any short of UInt64.max) is for ever, not a trap")
+    func watchdogForEver() async throws {
+        let server = try await TestServer.start()
+        defer { server.stop() }
+        let daemon = try await DaemonHarness.start(config: StreamTests().config(server, wake: "push"), token: server.token,
+                                                   environment: ["WATCHDOG_USEC": String(UInt64.max - 1)])
+        #expect(try await daemon.result("status")["status"] == "completed")
+        #expect(await daemon.stop() == 0)
+    }
+
     /// WATCHDOG=1 keeps coming, through a push turn, from a daemon that sees the uptime asked for.
     static func watchdog() async throws {
         let server = try await TestServer.start(knobs: ["audioMs": 800, "replyText": "Done."])
