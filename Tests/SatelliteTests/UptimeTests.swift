@@ -5,8 +5,9 @@
 // Int32 at 24.9 days and UInt32 at 49.7 days, and three years is far past all.
 // Every path runs at 8 days and at 3 years; the path that reads the most clocks
 // (an answer in a room that echoes, the canceller's timeline, the wake word over
-// it) runs at 25 and 50 days too. More would only add minutes to CI: the clocks'
-// arithmetic at every extreme is MonotonicClockTests' and the decoders' own.
+// it) runs at 25 and 50 days and 100 years too. More would only add minutes to CI
+// (every path passed at 100 years when tried): the clocks' arithmetic at every
+// extreme is MonotonicClockTests' and the decoders' own.
 import Foundation
 import TestSupport
 import Testing
@@ -39,7 +40,8 @@ struct UptimeTests {
         try await DaemonHarness.$uptime.withValue(uptime) { try await Self.run(path) }
     }
 
-    @Test("the answer in a room that echoes and the wake word over it, at 25 and 50 days up", arguments: [25 * day, 50 * day])
+    @Test("the answer in a room that echoes and the wake word over it, at 25 and 50 days and 100 years up",
+          arguments: [25 * day, 50 * day, 100 * 365 * day])
     func echoingRoom(uptime: Int) async throws {
         try await DaemonHarness.$uptime.withValue(uptime) { try await Self.run(.answerInEchoingRoomAndWakeOverIt) }
     }
