@@ -58,7 +58,7 @@ class Soak(Bench):
         super().__init__(args)
         self.tally = Tally()
         self.crashes = []
-        self.memory = []  # (what, fds, RSS and anonymous memory at the start, at the end)
+        self.memory = []  # (what, (fds, threads, RSS, anonymous memory) at the start, at the end)
         self.phases = []  # (what, seconds it took)
         self.trend = []  # the streaming daemon's anonymous memory (kB) at each quarter of the restarts
         self.garbage_trends = {}  # the record and push daemons' anonymous memory (kB) after each round of garbage
@@ -95,8 +95,51 @@ class Soak(Bench):
                 raise BenchError(f"A test server did not start on port {self.port}.")
             time.sleep(0.01)
 
+    # -------------------------------------------------------------- the daemons' clocks
+
+    def clocks(self):
+        """A time namespace whose CLOCK_MONOTONIC and CLOCK_BOOTTIME start --uptime-days on, held by a
+        sleeping process that every daemon joins (nsenter execs the daemon in place: its pid is its own);
+        and, with --clock-jumps, libfaketime's file for the daemons' wall clock, which `jump` moves."""
+        self.prefix, self.preload = [], {}
+        if self.args.uptime_days:
+            seconds = str(int(self.args.uptime_days * 86400))
+            holder = self.procs.start(["unshare", "--time", "--monotonic", seconds, "--boottime", seconds, "--fork",
+                                       "--kill-child=SIGKILL", "sleep", "infinity"],
+                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            until = time.monotonic() + 10
+            children = ""
+            while not children and time.monotonic() < until:
+                children = open(f"/proc/{holder.pid}/task/{holder.pid}/children").read().split()
+                time.sleep(0.01)
+            if not children:
+                raise BenchError("unshare --time made no namespace (Linux 5.6 and root are needed).")
+            self.prefix = ["nsenter", f"--time=/proc/{children[0]}/ns/time", "--"]
+        if self.args.clock_jumps:
+            library = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
+            if not os.path.exists(library):
+                raise BenchError("libfaketime is not installed (scripts/deps --test installs faketime).")
+            self.preload = {"LD_PRELOAD": library, "FAKETIME_TIMESTAMP_FILE": self.path("wall-clock"),
+                            "FAKETIME_NO_CACHE": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+            self.jumps = 0
+            self.jump()
+
+    # The wall clock's round: five years on, back to 1970, a year behind, true again (libfaketime's words).
+    JUMPS = [f"+{5 * 365 * 86400}", "@1970-01-02 00:00:00", f"-{365 * 86400}", "+0"]
+
+    def jump(self):
+        """Moves the daemons' wall clock to the next place in its round."""
+        if not self.args.clock_jumps:
+            return
+        with open(self.path("wall-clock") + ".new", "w") as f:
+            f.write(self.JUMPS[self.jumps % len(self.JUMPS)] + "\n")
+        os.replace(self.path("wall-clock") + ".new", self.path("wall-clock"))
+        self.jumps += 1
+        self.tally.add("wall clock jumps")
+
     def prepare(self):
         super().prepare()  # the ALSA card, speech, the first server (replaced below: it cannot be killed warm)
+        self.clocks()
         self.procs.stop(self.server)
         self.start_server()
         # The stream's microphone keeps a copy of what it captured in a FIFO that this
@@ -157,7 +200,8 @@ class Soak(Bench):
     def daemon(self, name, settings, microphone):
         d = self.path(name)
         env = self.daemon_env(d, settings, microphone=microphone)
-        daemon, notify, _ = self.start_daemon(d, env)
+        # parlourctl runs with `env`, without libfaketime: a Swift program under it sees no arguments.
+        daemon, notify, _ = self.start_daemon(d, {**env, **self.preload}, self.prefix)
         self.await_notify(notify, daemon, "READY=1", 15)
         notify.close()
         daemon.env, daemon.dir, daemon.name = env, d, name
@@ -174,7 +218,8 @@ class Soak(Bench):
         # RssAnon beside VmRSS: the daemon unmaps its start-up's code 10 s after start
         # (ResidentPages), which takes megabytes off VmRSS and would hide a leak of as much.
         status = proc_status(daemon.pid)
-        return open_fds(daemon.pid), status["VmRSS"], status["RssAnon"]
+        threads = len(os.listdir(f"/proc/{daemon.pid}/task"))
+        return open_fds(daemon.pid), threads, status["VmRSS"], status["RssAnon"]
 
     def settle(self, daemon, what, first):
         time.sleep(3)  # pool threads wind down, queued writes finish
@@ -217,6 +262,8 @@ class Soak(Bench):
             spare = self.start_spare(port, quiet)  # warms while the daemon reconnects
             if self.await_audio(daemon, 30):
                 self.tally.add("reconnections made")
+            if number % 5 == 0:
+                self.jump()
             if number * 4 % self.args.restarts < 4 and self.alive(daemon, f"server restart {number}"):
                 self.trend.append(proc_status(daemon.pid)["RssAnon"])
             if number % 20 == 0:
@@ -326,6 +373,7 @@ class Soak(Bench):
             if not self.alive(daemon, f"device cycle {number}"):
                 return
             self.tally.add("device removals")
+            self.jump()
             failures, works = self.log(daemon).count(failed_text), self.log(daemon).count(works_text)
             self.unplug()
             if not self.await_text(daemon, failed_text, failures + 1, 15):
@@ -368,9 +416,10 @@ class Soak(Bench):
         self.ask(record, ["listen"], "a well server")
         time.sleep(3)
         first = self.footprint(record)
-        trend = self.garbage_trends.setdefault("record daemon", [first[2]])
+        trend = self.garbage_trends.setdefault("record daemon", [first[3]])
         for _ in range(self.args.garbage_rounds):
             for faults in self.HTTP_FAULTS:
+                self.jump()
                 self.reset_knobs(faults)
                 for _ in range(self.args.garbage_asks):
                     self.ask(record, ["ask", "what time is it"], f"http {faults}")
@@ -390,9 +439,10 @@ class Soak(Bench):
         self.ask(push, ["listen"], "a well server")
         time.sleep(3)
         first = self.footprint(push)
-        trend = self.garbage_trends.setdefault("push daemon", [first[2]])
+        trend = self.garbage_trends.setdefault("push daemon", [first[3]])
         for _ in range(self.args.garbage_rounds):
             for faults in self.SOCKET_FAULTS:
+                self.jump()
                 # Some faults act right after `ready`: a simulated restart makes the daemon connect anew.
                 self.reset_knobs({"audioMs": 300, "restartDownMs": 100, **faults})
                 self.reconnect(push)
@@ -462,14 +512,17 @@ def report(soak, host, elapsed, args):
         ("Garbage-answering server: results / requests", f"{t.get('garbage results')} / {t.get('garbage requests')}"),
         ("Microphone removed: noticed / removals", f"{t.get('device removals noticed')} / {t.get('device removals')}"),
         ("Microphone back: streaming again / returns", f"{t.get('device returns recovered')} / {t.get('device removals')}"),
+        ("The daemons' uptime (a time namespace; 0: the machine's own)", f"{args.uptime_days:g} days"),
+        ("The daemons' wall clock jumped (by years, both ways)", str(t.get("wall clock jumps"))),
         ("Crashes (must be 0)", str(len(soak.crashes))),
         ("Results lost (must be 0)", str(lost_control + lost_garbage)),
     ]
     lines += ["| What | Count |", "| --- | ---: |"] + [f"| {a} | {b} |" for a, b in rows]
-    lines += ["", "| Daemon | Descriptors start → end | RSS start → end | of which anonymous (what a leak grows) |",
-              "| --- | ---: | ---: | ---: |"]
-    for what, (fd0, rss0, anon0), (fd1, rss1, anon1) in soak.memory:
-        lines.append(f"| {what} | {fd0} → {fd1} | {rss0 / 1024:.2f} → {rss1 / 1024:.2f} MiB | {anon0 / 1024:.2f} → {anon1 / 1024:.2f} MiB |")
+    lines += ["", "| Daemon | Descriptors start → end | Threads start → end | RSS start → end | of which anonymous (what a leak grows) |",
+              "| --- | ---: | ---: | ---: | ---: |"]
+    for what, (fd0, th0, rss0, anon0), (fd1, th1, rss1, anon1) in soak.memory:
+        lines.append(f"| {what} | {fd0} → {fd1} | {th0} → {th1} | {rss0 / 1024:.2f} → {rss1 / 1024:.2f} MiB "
+                     f"| {anon0 / 1024:.2f} → {anon1 / 1024:.2f} MiB |")
     if soak.trend:
         lines += ["", "The streaming daemon's anonymous memory at each quarter of the restarts: "
                   + " → ".join(f"{kb / 1024:.2f}" for kb in soak.trend) + " MiB"]
@@ -497,6 +550,10 @@ def main():
     parser.add_argument("--garbage-turns", type=int, default=2, help="Push turns under each socket fault.")
     parser.add_argument("--garbage-rounds", type=int, default=2,
                         help="Times every fault is served, with each daemon's anonymous memory read after each time.")
+    parser.add_argument("--uptime-days", type=float, default=3 * 365,
+                        help="The daemons run in a time namespace this many days after boot (0: the machine's own uptime).")
+    parser.add_argument("--clock-jumps", type=int, default=1, choices=(0, 1),
+                        help="1: the daemons' wall clock jumps by years, both ways, every 5 server restarts and between phases.")
     parser.add_argument("--time-limit", type=float, default=900, help="Give up after this many seconds.")
     parser.add_argument("--keep", action="store_true", help="Keep the working folder (the daemons' logs).")
     parser.add_argument("--command", default="scripts/soak", help=argparse.SUPPRESS)

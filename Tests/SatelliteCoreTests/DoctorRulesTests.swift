@@ -171,6 +171,11 @@ struct DoctorRulesTests {
         #expect(past.status == .fail)
         #expect(past.detail.hasPrefix("The clock says 1970-01-01T00:00:00Z, before 2024"))
         #expect(DoctorRules.clock(now: WallTime(seconds: 1_720_000_000), built: built).status == .fail)
+        // A saved time after the build, but before the server's certificate: the certificate tells.
+        let behind = DoctorRules.clock(now: WallTime(seconds: 1_760_000_000), built: built, certificateRefused: true)
+        #expect(behind.status == .fail)
+        #expect(behind.detail.contains("not valid yet"))
+        #expect(behind.fix?.hasPrefix("sudo timedatectl set-ntp true") == true)
     }
 
     @Test("the state folder")

@@ -37,6 +37,19 @@ private func wakes(_ gate: inout WakeWordGate, at ms: Int64) -> Bool { gate.hear
         #expect(wakes(&none, at: 5))
     }
 
+    /// CLOCK_MONOTONIC in ms, as the ear gives it: past Int32 (24.9 days), UInt32 (49.7 days), 100 years, and the
+    /// last millisecond a UInt64 of nanoseconds can hold.
+    @Test("the refractory time holds at any uptime",
+          arguments: [0, 1 << 31, 1 << 32, 100 * 365 * 86_400_000, Int64(UInt64.max / 1_000_000) - 2_000] as [Int64])
+    func refractoryAtAnyUptime(ms: Int64) {
+        var gate = WakeWordGate(refractoryMs: 2000)
+        gate.stateChanged(.idle)
+        #expect(wakes(&gate, at: ms))
+        gate.turnEnded()
+        #expect(!wakes(&gate, at: ms + 1_999))
+        #expect(wakes(&gate, at: ms + 2_000))
+    }
+
     @Test("muted, speaking or listening, a model's wake is not taken; idle again, it is")
     func afterStates() {
         var gate = WakeWordGate(refractoryMs: 2000)

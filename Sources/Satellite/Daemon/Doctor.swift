@@ -52,6 +52,7 @@ public struct Doctor: Sendable {
         // The microphone takes a second and the server a round trip: both at once.
         async let microphone = microphoneCheck(user: user)
         async let token = tokenCheck()
+        let (tokenFound, certificateRefused) = await token
         let speaker = await speakerCheck(user: user)
         let inUse = await parts.pin.current().map { DoctorRules.InUse(url: $0.url, name: $0.name, how: $0.how, placed: $0.isPlaced) }
         let available = await parts.discovery.available
@@ -63,8 +64,8 @@ public struct Doctor: Sendable {
             DoctorRules.avahi(available: available, inUse: inUse),
             DoctorRules.serverSeen(available: available, seen: seen, inUse: inUse),
             DoctorRules.serverPinned(inUse),
-            await token,
-            DoctorRules.clock(now: .now(), built: Self.builtAt()),
+            tokenFound,
+            DoctorRules.clock(now: .now(), built: Self.builtAt(), certificateRefused: certificateRefused),
             stateFolderCheck(user: user),
             socketCheck(),
         ] + wakeWordChecks())
@@ -160,20 +161,22 @@ public struct Doctor: Sendable {
 
     // MARK: The server
 
-    private func tokenCheck() async -> DoctorCheck {
+    /// The token's check, and whether the server's certificate was refused for this machine's clock.
+    private func tokenCheck() async -> (DoctorCheck, clockWrong: Bool) {
         // The token of the server in use is its pin's place; with none pinned, the one the search would use.
         let inUse = await parts.pin.current()
         let url = inUse?.url
-        guard let inUse else { return DoctorRules.token(source: parts.tokens.inForce(), .noServer, url: nil) }
-        guard let kind = inUse.tokenSource else { return DoctorRules.token(source: nil, .noneForServer, url: url) }
+        guard let inUse else { return (DoctorRules.token(source: parts.tokens.inForce(), .noServer, url: nil), false) }
+        guard let kind = inUse.tokenSource else { return (DoctorRules.token(source: nil, .noneForServer, url: url), false) }
         let source = parts.tokens.place(kind)
         do {
-            guard try parts.tokens.read(kind) != nil else { return DoctorRules.token(source: nil, .noServer, url: url) }
+            guard try parts.tokens.read(kind) != nil else { return (DoctorRules.token(source: nil, .noServer, url: url), false) }
         } catch {
-            return DoctorRules.token(source: source, .unusable(error.message), url: url)
+            return (DoctorRules.token(source: source, .unusable(error.message), url: url), false)
         }
         let finding: DoctorRules.TokenFinding
-        switch await parts.link.check()?.code {
+        let problem = await parts.link.check()
+        switch problem?.code {
         case nil: finding = .accepted
         case .tokenRefused?: finding = .refused
         case .noServer?: finding = .noServer
@@ -181,7 +184,7 @@ public struct Doctor: Sendable {
             let health = await parts.link.current
             finding = .unchecked(health.reachable == false ? "the server does not answer /health." : "/v1/models did not answer as it should.")
         }
-        return DoctorRules.token(source: source, finding, url: url)
+        return (DoctorRules.token(source: source, finding, url: url), problem?.message.hasPrefix(ServerAnswers.clockWrongLead) == true)
     }
 
     // MARK: The machine

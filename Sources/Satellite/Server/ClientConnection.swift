@@ -35,6 +35,8 @@ final class ClientConnection {
         case unverified(String)
         /// The server showed another key than the pinned one (`shown`, nil if none could be read).
         case keyChanged(shown: String?)
+        /// The certificate could not be checked by this machine's clock, which says `now` (CertificateClock).
+        case clockWrong(now: WallTime)
     }
 
     enum Progress { case working, ready, failed(Failure) }
@@ -168,11 +170,15 @@ final class ClientConnection {
                 return .working
             default:
                 tlsFatal = true
+                // The chain is checked (and its result worth reading) only without a pinned key.
+                guard security.checkHost else { return .failed(.tls(Self.tlsError())) }
                 let verdict = tls_SSL_get_verify_result(ssl)
-                guard verdict == Int(X509_V_OK) else {
-                    return .failed(.unverified("the server's certificate is not trusted: " + String(cString: tls_X509_verify_cert_error_string(verdict))))
+                switch CertificateClock.classify(verifyResult: verdict, reason: String(cString: tls_X509_verify_cert_error_string(verdict)),
+                                                 now: .now(), built: Doctor.builtAt()) {
+                case .trusted: return .failed(.tls(Self.tlsError()))
+                case .clockWrong(let now): return .failed(.clockWrong(now: now))
+                case .untrusted(let reason): return .failed(.unverified("the server's certificate is not trusted: " + reason))
                 }
-                return .failed(.tls(Self.tlsError()))
             }
         }
         securing = false
@@ -306,6 +312,7 @@ extension ClientConnection.Failure: CustomStringConvertible {
         switch self {
         case .connect(let why), .tls(let why), .unverified(let why): return why
         case .keyChanged: return "the server showed another key than the pinned one"
+        case .clockWrong(let now): return "the certificate cannot be checked by this clock, which says \(now.iso8601)"
         }
     }
 }

@@ -366,7 +366,13 @@ final class HTTPTransfer: @unchecked Sendable {
         case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
             return failure(.keyChanged(pinned: request.pinnedKey ?? ""), "tls", "the server showed another key than the pinned one")
         case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE:
-            return failure(.unverified, "tls", curlSays, verifyResult: verifyResult(handle))
+            let verdict = verifyResult(handle)
+            // A certificate refused for this machine's clock (not yet set at boot) is the clock's fault, not the server's.
+            if request.pinnedKey == nil, let verdict,
+               case .clockWrong(let now) = CertificateClock.classify(verifyResult: verdict, reason: curlSays, now: .now(), built: Doctor.builtAt()) {
+                return failure(.clockWrong(now: now), "tls", ClientConnection.Failure.clockWrong(now: now).description, verifyResult: verdict)
+            }
+            return failure(.unverified, "tls", curlSays, verifyResult: verdict)
         case CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CERTPROBLEM:
             return failure(.other, "tls", curlSays, verifyResult: verifyResult(handle))
         default: return failure(.other, "curl_multi_perform", curlSays)

@@ -359,6 +359,8 @@ public final class WebSocketClient: AudioEngineSocket, @unchecked Sendable {
         case .ready: phase = .upgrading
         case .failed(.keyChanged(let shown)):
             finish(.refused(ServerKey.changed(url: ServerAnswers.displayURL(url), shown: shown, pinned: pinnedKey ?? "")))
+        case .failed(.clockWrong(let now)):
+            finish(.refused(ServerAnswers.clockWrong(url: ServerAnswers.displayURL(url), now: now)))
         case .failed(.connect(let why)): fail("connect", why)
         case .failed(let failure): fail("tls", failure.description)
         }

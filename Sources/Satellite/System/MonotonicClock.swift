@@ -9,7 +9,12 @@ enum MonotonicClock {
     static func nanoseconds() -> UInt64 {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+        return nanoseconds(of: now)
+    }
+
+    /// A reading in nanoseconds: exact to 584 years of uptime.
+    static func nanoseconds(of reading: timespec) -> UInt64 {
+        UInt64(reading.tv_sec) * 1_000_000_000 + UInt64(reading.tv_nsec)
     }
 
     /// `duration` in nanoseconds, to add to a reading: 0 for a negative one, and at most 2^32 s
@@ -23,6 +28,9 @@ enum MonotonicClock {
     /// poll's timeout to wake by `deadline` at the latest, from `now`: rounded up to a millisecond,
     /// at most a minute. One piece for the loops that sleep in poll.
     static func pollTimeout(until deadline: UInt64, from now: UInt64) -> Int32 {
-        deadline > now ? Int32(min((deadline - now + 999_999) / 1_000_000, 60_000)) : 0
+        guard deadline > now else { return 0 }
+        // Rounded up without adding to the difference, which may be as large as UInt64 holds (a `.max` "never").
+        let wait = deadline - now
+        return Int32(min(wait / 1_000_000 + (wait % 1_000_000 == 0 ? 0 : 1), 60_000))
     }
 }

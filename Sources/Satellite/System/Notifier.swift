@@ -47,6 +47,7 @@ public struct Notifier: Sendable {
     public var watchdogInterval: Duration? {
         var usec: UInt64 = 0
         guard sd_watchdog_enabled(0, &usec) > 0, usec > 0 else { return nil }
-        return .microseconds(Int64(usec))
+        // systemd takes any count short of UInt64.max (its "infinity"); past Int64's it is for ever all the same.
+        return .microseconds(Int64(clamping: usec))
     }
 }

@@ -281,18 +281,20 @@ public enum DoctorRules {
 
     // MARK: The machine
 
-    /// The earliest date a sane clock can show.
-    public static let earliest = WallTime(seconds: 1_704_067_200)  // 2024-01-01T00:00:00Z
-
-    /// `built`: when this program was built (its file's time), if known.
-    public static func clock(now: WallTime, built: WallTime?) -> DoctorCheck {
+    /// `built`: when this program was built (its file's time), if known. `certificateRefused`: the https
+    /// server's certificate was found not valid yet by this clock (`ServerAnswers.clockWrong`).
+    public static func clock(now: WallTime, built: WallTime?, certificateRefused: Bool = false) -> DoctorCheck {
         let shown = now.iso8601
         let fix = "sudo timedatectl set-ntp true   # then timedatectl status should say: System clock synchronized: yes"
-        if now < earliest {
+        if now < WallTime.earliest {
             return DoctorCheck(.clock, .fail, "The clock says \(shown), before 2024: TLS certificates and the server's answers will look wrong.", fix: fix)
         }
-        if let built, now.seconds < built.seconds - 86_400 {
+        if let built, !now.isSet(built: built) {
             return DoctorCheck(.clock, .fail, "The clock says \(shown), before this program was built (\(built.iso8601)).", fix: fix)
+        }
+        if certificateRefused {
+            return DoctorCheck(.clock, .fail, "The clock says \(shown), and by that date the server's certificate is not valid yet: "
+                + "the clock is behind, not the server at fault.", fix: fix)
         }
         return DoctorCheck(.clock, .ok, "The clock says \(shown).")
     }

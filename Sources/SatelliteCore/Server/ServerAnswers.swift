@@ -70,7 +70,16 @@ public enum TransferFailure: Sendable, Equatable {
     case keyChanged(pinned: String)
     /// The https server's certificate is vouched for by no authority this machine trusts.
     case unverified
+    /// The https server's certificate could not be checked because this machine's clock is wrong (`now`).
+    case clockWrong(now: WallTime)
     case other
+}
+
+extension TransferFailure {
+    public var isClockWrong: Bool {
+        if case .clockWrong = self { return true }
+        return false
+    }
 }
 
 /// Turns the server's answers, and the ways a request can fail, into values or
@@ -158,10 +167,25 @@ public enum ServerAnswers {
             return SatelliteError(.serverRefused, "The certificate of \(url) is vouched for by no authority this machine trusts, and no key is pinned for it, so nothing was sent. Pair with it again (parlourctl pair LINK or parlourctl use URL) to see its key and trust it.")
         case .keyChanged(let pinned):
             return ServerKey.changed(url: url, shown: nil, pinned: pinned)
+        case .clockWrong(let now):
+            return clockWrong(url: url, now: now)
         case .other:
             return SatelliteError(.serverUnreachable, "The request to \(url) failed: \(detail).")
         }
     }
+
+    /// How a certificate refused for this machine's clock begins (`clockWrong`): doctor's clock check looks for it.
+    public static let clockWrongLead = "This satellite's clock is wrong"
+
+    /// The certificate of the https server at `url` could not be checked by the clock, which says `now`.
+    public static func clockWrong(url: String, now: WallTime) -> SatelliteError {
+        SatelliteError(.serverRefused, "\(clockWrongLead): it says \(now.iso8601), and by that date the certificate of \(url) "
+            + "cannot be checked (it is not valid yet), so nothing was sent. The server is not at fault. Set the clock: "
+            + "\(clockFix); the satellite tries again by itself.")
+    }
+
+    /// What sets the clock.
+    public static let clockFix = "sudo timedatectl set-ntp true, then wait until timedatectl status says System clock synchronized: yes"
 
     /// A URL fit for a message or a log: without its query, fragment or user info,
     /// which is where secrets travel. `ServerAddress.displayURL` (ControlCore) does it, for

@@ -5,6 +5,10 @@
 // and throws when it exits first or the test is cancelled, so it never hangs on
 // a daemon that died. A daemon is killed when its harness goes away, so a test
 // that fails half-way leaves no process behind.
+// Under `DaemonHarness.$uptime.withValue(seconds)` the daemon runs in a time
+// namespace of its own (`unshare --time --fork`), on a machine that seems to have
+// been up that long: CLOCK_MONOTONIC and CLOCK_BOOTTIME start there; the wall
+// clock is untouched.
 // A test hears only what it asks for: unless its config names `sounds` or
 // `offline`, the cue sounds and the offline notice are switched off.
 import Foundation
@@ -24,6 +28,9 @@ final class DaemonHarness: Sendable {
     let room: MicFeeder?
     private let exits: AsyncStream<Int32>
     private let exitStatus = Mutex<Int32?>(nil)
+
+    /// Seconds the daemons started in this task see the machine as up (nil: its real uptime).
+    @TaskLocal static var uptime: Int?
 
     var micFile: URL { dir.appendingPathComponent("mic.raw") }
     var speakerFile: URL { dir.appendingPathComponent("played.raw") }
@@ -80,6 +87,13 @@ final class DaemonHarness: Sendable {
         environment["NOTIFY_SOCKET"] = notify.path
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Package.binDirectory + "/parlour-satellite")
+        if let uptime {
+            // unshare forks the daemon into the namespace and waits, ending as it ends (with its status, or
+            // its signal); signals go to the daemon itself (`pid`), as unshare holds SIGTERM while it waits.
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+            process.arguments = ["--time", "--monotonic", String(uptime), "--boottime", String(uptime), "--fork",
+                                 "--kill-child=SIGKILL", Package.binDirectory + "/parlour-satellite"]
+        }
         process.environment = environment
         let stderrURL = dir.appendingPathComponent("stderr.log")
         if !FileManager.default.fileExists(atPath: stderrURL.path) {
@@ -131,19 +145,22 @@ final class DaemonHarness: Sendable {
         self.room = room
     }
 
+    /// parlourctl's environment: the daemon's, without what was preloaded into the daemon alone (FakeWallClock).
+    private var ctlEnvironment: [String: String] { environment.filter { $0.key != "LD_PRELOAD" } }
+
     /// Runs parlourctl against this daemon.
     func ctl(_ arguments: String..., input: String? = nil) async throws -> Finished {
-        try await Subprocess.run(Package.binDirectory + "/parlourctl", arguments, environment: environment, input: input)
+        try await Subprocess.run(Package.binDirectory + "/parlourctl", arguments, environment: ctlEnvironment, input: input)
     }
 
     /// Runs `parlourctl ARGS` with its standard input held open until `release` returns.
     func ctl(_ arguments: String..., holdingInputUntil release: @escaping @Sendable () async -> Void) async throws -> Finished {
-        try await Subprocess.run(Package.binDirectory + "/parlourctl", arguments, environment: environment, holdingInputUntil: release)
+        try await Subprocess.run(Package.binDirectory + "/parlourctl", arguments, environment: ctlEnvironment, holdingInputUntil: release)
     }
 
     /// The result object of `parlourctl --json ARGS`.
     func result(_ arguments: String...) async throws -> JSONValue {
-        let done = try await Subprocess.run(Package.binDirectory + "/parlourctl", ["--json"] + arguments, environment: environment)
+        let done = try await Subprocess.run(Package.binDirectory + "/parlourctl", ["--json"] + arguments, environment: ctlEnvironment)
         return try JSONValue.parse(done.out)
     }
 
@@ -151,7 +168,13 @@ final class DaemonHarness: Sendable {
 
     var isRunning: Bool { process.isRunning }
 
-    var pid: Int32 { process.processIdentifier }
+    /// The daemon's process: unshare's child under `uptime`.
+    var pid: Int32 {
+        let launched = process.processIdentifier
+        guard process.executableURL?.lastPathComponent == "unshare" else { return launched }
+        let children = (try? String(contentsOfFile: "/proc/\(launched)/task/\(launched)/children", encoding: .utf8)) ?? ""
+        return children.split(separator: " ").first.flatMap { Int32($0) } ?? launched
+    }
 
     /// The files the daemon holds open now, from /proc (a device it released is not among them).
     var openFiles: [String] {
@@ -162,7 +185,7 @@ final class DaemonHarness: Sendable {
 
     /// Kills the daemon with SIGKILL (no chance to tidy up) and awaits its end.
     func kill9() async {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        if process.isRunning { kill(pid, SIGKILL) }
         await stop()
     }
 
@@ -183,7 +206,7 @@ final class DaemonHarness: Sendable {
     func stop() async -> Int32 {
         room?.stop()
         if let known = exitStatus.withLock({ $0 }) { return known }
-        if process.isRunning { process.terminate() }
+        if process.isRunning { kill(pid, SIGTERM) }
         var status: Int32 = -1
         for await code in exits {
             status = code
