@@ -197,7 +197,7 @@ struct HTTPClientTests {
         }
     }
 
-    // The next seven come from a review by a helper playing the hostile server (session 16): each failed before its fix.
+    // The next seven are a hostile server's framing tricks: each failed once, before its fix.
 
     @Test("a negative chunk size fails at once instead of buffering the stream after it")
     func negativeChunk() async throws {

@@ -1,7 +1,6 @@
 // base64 (RFC 4648 section 4, and section 5's URL alphabet), by hand: Data's
 // base64 is FoundationEssentials', which parlourctl does not link (7 MB of
-// it; BENCHMARKS.md, "What each binary weighs"), nor, since session 17, the
-// daemon. Used for a server key, a callback's result, the socket's handshake,
+// it; BENCHMARKS.md, "What each binary weighs"), nor does the daemon. Used for a server key, a callback's result, the socket's handshake,
 // and a spoken answer's audio.
 
 /// base64 encoding and strict decoding.

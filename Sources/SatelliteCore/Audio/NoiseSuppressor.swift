@@ -15,9 +15,10 @@
 // Hand-written because WebRTC's suppressor (Debian 12's libwebrtc-audio-
 // processing 0.3, through its AudioProcessing as this project ran it) took
 // 0.087 to 0.098 s of CPU a minute of audio offline (wakeword-bench) and 0.106
-// live, more than issue 13's whole budget of 0.065; speexdsp's preprocessor,
-// the only other one Debian 12 has, took 0.062 to 0.070 in a C loop,
-// about all of it (BENCHMARKS.md, "The local wake word"). This one takes 0.023
+// live, more than the satellite's whole CPU budget streaming (0.065 s a
+// minute, a third of wyoming-satellite's); speexdsp's preprocessor, the only
+// other one Debian 12 has, took 0.062 to 0.070 in a C loop, about all of it
+// (BENCHMARKS.md, "The local wake word"). This one takes 0.023
 // to 0.030 in the wakeword-bench runs where WebRTC's took 0.087 to 0.098, and does
 // for the wake word what WebRTC's did: on the bench's corpus in noise, 279 of
 // 315 heard against WebRTC's 281 and 267 with none; steady white, pink and
