@@ -15,6 +15,8 @@ Signals.block([SIGTERM, SIGINT])
 // before any thread starts: setenv is not safe while another thread reads the
 // environment.
 setenv("PULSE_SERVER", "unix:/dev/null", 0)
+// libcurl writes every TLS session's secrets to the file SSLKEYLOGFILE names, the token's connections included.
+unsetenv("SSLKEYLOGFILE")
 let environment = ProcessEnvironment.variables
 let journal = Journal(environment: environment)
 

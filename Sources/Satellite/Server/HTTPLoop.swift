@@ -81,6 +81,9 @@ final class HTTPLoop: @unchecked Sendable {
             return made
         }
         guard let handle else {
+            // Only the starter gives up: another caller's command, queued before, is failed with the
+            // starter's below; resetting here would let a later request start a second thread on the handle.
+            guard start else { return }
             inbox.withLock { $0.started = false }
             fail(take(), function: "curl_multi_init", detail: "curl could not make its multi handle")
             return

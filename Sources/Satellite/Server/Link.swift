@@ -102,6 +102,13 @@ public actor Link {
     /// failed; nothing is learned about the server in use.
     public func vet(_ url: String, token: String?, healthOnly: Bool = false, key: String? = nil,
                     addresses: [String] = []) async -> Result<Void, SatelliteError> {
+        // A name with no addresses would be looked up afresh for this request, and whoever answered
+        // then would be sent the token: as with a pin that is not placed, none is sent.
+        let placed = !addresses.isEmpty || ServerAddress(url).map { PinMoves.isAddress($0.host) } == true
+        if token != nil, !healthOnly, !placed {
+            return .failure(SatelliteError(.serverUnreachable,
+                "\(ServerAnswers.displayURL(url)) names a host that did not resolve, so nothing was sent to it and nothing was changed."))
+        }
         let client = ParlourClient(baseURL: url, token: healthOnly ? nil : token, http: http, key: key, addresses: addresses)
         let shown = ServerAnswers.displayURL(url)
         do {

@@ -32,6 +32,9 @@ struct ServerTarget {
         name = parts.name
         // The host comes back with its escapes undone: "%0D%0A" would start a header of the URL's choosing.
         guard URLParts.isHostName(name) else { throw Unusable(reason: "its host holds characters no host name has") }
+        // After the one unescaping a "%" is an IPv6 zone or nothing: curl would unescape a name again
+        // (den%2Elocal pinned and checked, den.local asked for).
+        guard !name.contains("%") || name.contains(":") else { throw Unusable(reason: "its host holds a % that is no IPv6 zone") }
         let defaultPort = secure ? 443 : 80
         port = parts.port ?? defaultPort
         guard (1...65535).contains(port) else { throw Unusable(reason: "its port is out of range") }
