@@ -16,8 +16,10 @@ public actor ServerPin {
     private let stateDirectory: String
     private let configuredURL: String?
     private var configuredToken: TokenKind?
-    /// What a configured server's name stood for when it first resolved (empty until then).
+    /// What a configured server's name stood for when it first resolved (empty until then), kept in
+    /// <state>/configured.json, so that a restart does not ask the name again.
     private var configuredAddresses: [String] = []
+    private let configuredFile: String
     private let bus: EventBus
     private let now: @Sendable () -> WallTime
     private let startedAt: WallTime
@@ -41,6 +43,7 @@ public actor ServerPin {
         self.thread = thread
         let file = SatellitePaths.joined(stateDirectory, "pin.json")
         self.file = file
+        configuredFile = SatellitePaths.joined(stateDirectory, "configured.json")
         self.stateDirectory = stateDirectory
         self.configuredURL = configuredURL
         self.configuredToken = configuredToken
@@ -48,6 +51,10 @@ public actor ServerPin {
         self.now = now
         startedAt = now()
         stored = ServerPin.read(file, bus: bus)
+        // Addresses found for another server.url than today's are not this one's.
+        if let url = configuredURL?.trimmed() {
+            configuredAddresses = ServerPin.configuredAddresses(of: url, in: configuredFile)
+        }
     }
 
     /// The server in use: the configured one, else the stored pin, else nil (look for one).
@@ -65,7 +72,18 @@ public actor ServerPin {
         let found = PinMoves.pinnable(host: address.host, resolved: await NameLookup.addresses(of: address.host))
         guard configuredAddresses.isEmpty, !found.isEmpty else { return false }
         configuredAddresses = found
-        bus.notice(.info, "The configured server \(address.host) is reached at \(found.joined(separator: ", ")) from now on.",
+        let placed: JSONValue = ["url": .string(url), "addresses": .array(found.map(JSONValue.string))]
+        do {
+            try await thread.run(throwing: { [stateDirectory, configuredFile, data = Array((placed.text + "\n").utf8)] () throws(AtomicFile.Failure) in
+                try AtomicFile.makeFolder(stateDirectory, mode: 0o700)
+                try AtomicFile.write(data, to: configuredFile, mode: 0o644)
+            })
+        } catch {
+            // Kept for this run all the same; the next start looks the name up again.
+            bus.notice(.warning, error.satelliteError("The configured server's addresses could not be saved").message, ["file": configuredFile])
+        }
+        bus.notice(.info, "The configured server \(address.host) is reached at \(found.joined(separator: ", ")) from now on "
+                   + "(kept in \(configuredFile); remove it to look the name up again).",
                    ["addresses": found.joined(separator: ",")])
         return true
     }
@@ -167,6 +185,15 @@ public actor ServerPin {
     }
 
     /// The stored pin, or nil when there is no file or it cannot be used (then a warning says why).
+    /// The addresses configured.json keeps for `url`; none when it keeps another URL's, or is
+    /// missing or unreadable (the name is then looked up again).
+    private static func configuredAddresses(of url: String, in file: String) -> [String] {
+        guard let data = try? FileSystem.read(file), let fields = (try? JSONValue.parse(data))?.objectValue,
+              fields["url"]?.stringValue == url, let list = fields["addresses"]?.arrayValue else { return [] }
+        let addresses = list.compactMap(\.stringValue)
+        return addresses.count == list.count && addresses.allSatisfy(PinMoves.isAddress) ? addresses : []
+    }
+
     private static func read(_ file: String, bus: EventBus) -> Pin? {
         guard let data = try? FileSystem.read(file) else {
             if FileSystem.exists(file) {
