@@ -6,10 +6,9 @@
 // waiting, snd_pcm_avail). What that leaves (the card's own latency, the air,
 // a converter) is measured: while the speaker plays, the microphone's last
 // second is cross-correlated with the reference (EchoDelay), and the reference
-// is then taken that much later. The delay moves whenever a side is placed
-// afresh (each answer opens the speaker again; in the test room by up to 100 ms
-// from one answer to the next), so it is measured again a second after that,
-// not five. The measurement is handed out (`takeMeasurement`)
+// is then taken that much later. The delay may move whenever either side is
+// placed afresh (a device opened, an underrun or an overrun), so it is measured
+// again a second after that, not five; until then the last delay stands. The measurement is handed out (`takeMeasurement`)
 // for someone else to compute, so the audio thread never waits for it. Easy to get wrong: the clock's reading jitters
 // by a wake-up, so each side runs on from where its last period ended unless it
 // is more than two periods off (an underrun, an overrun, a new device), and
@@ -97,7 +96,12 @@ public struct EchoAlignment: Sendable {
     /// many samples (silence where it played nothing). A measurement falls due when a second has
     /// been heard over the speaker.
     public mutating func heard(_ samples: [Int16], at start: Int64) -> [Int16] {
-        let (at, _) = Self.place(&microphoneNext, start, slack: slack, count: samples.count)
+        let (at, jumped) = Self.place(&microphoneNext, start, slack: slack, count: samples.count)
+        if jumped {
+            // An overrun, or a device opened again: the delay may have moved with it.
+            soon = true
+            playedHeard = 0
+        }
         if heard.isEmpty || heardStart + Int64(heard.count) != at { heard = [] ; heardStart = at }
         heard.append(contentsOf: samples)
         // Trimmed to its last window once it holds two: trimming it every period moved the whole
