@@ -110,10 +110,11 @@ import Testing
 
     @Test func beforeAMeasurementTheReferenceIsTheTimelines() {
         var alignment = EchoAlignment()
-        let far = Signal.noise(500, dBFS: -20)
+        // Less than the quarter second heard over the speaker that a first measurement waits for.
+        let far = Signal.noise(230, dBFS: -20)
         let references = run(&alignment, far: far, start: 5000, lag: 0, jitter: 0)
         #expect(alignment.delay == nil)
-        #expect(Array(references[100..<7000]) == Array(far[(100 + alignment.margin)..<(7000 + alignment.margin)]))
+        #expect(Array(references[100..<3000]) == Array(far[(100 + alignment.margin)..<(3000 + alignment.margin)]))
     }
 
     @Test func aJumpOfTheClockMovesTheSideAndResetForgets() {
@@ -164,13 +165,13 @@ import Testing
 
     @Test func aDelayThatMovedWithANewAnswerIsMeasuredAgainWithinASecondOrTwo() {
         var alignment = EchoAlignment()
-        // The first answer: measured once a second has been heard over it, then every five.
+        // The first answer: measured once a quarter of a second has been heard over it, then every five.
         let first = play(&alignment, from: 0, lag: 2400, seconds: 8)
         #expect(alignment.delay == 2400)
-        #expect(first.count == 2 && first[0] < 2.5 && first[1] > 5.5)
+        #expect(first.count == 2 && first[0] < 0.5 && first[1] > 5, "\(first)")
         // The next answer is placed afresh by the clock (ten seconds on), and its echo is heard later.
         let second = play(&alignment, from: 16000 * 18, lag: 4000, seconds: 3)
-        #expect(second.count == 1 && second[0] < 2.5)
+        #expect(second.last.map { $0 < 1.5 } == true, "\(second)")
         #expect(alignment.delay == 4000)
     }
 
@@ -195,7 +196,7 @@ import Testing
                 alignment.measured(EchoDelay.estimate(input))
             }
         }
-        #expect(due.count == 1 && due[0] < 2.5, "measured again at \(due) s")
+        #expect(due.last.map { $0 < 1.5 } == true, "measured again at \(due) s")
         #expect(alignment.delay == 5600)
     }
 

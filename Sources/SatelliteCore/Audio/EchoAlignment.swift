@@ -41,9 +41,11 @@ public struct EchoAlignment: Sendable {
     private var heard: [Int16] = []
     private var heardStart: Int64 = 0
     /// Samples heard with the speaker playing since the last measurement, and whether the next is
-    /// due after one window of them (the first, or a side placed afresh since) or five.
+    /// due soon (the first, or a side placed afresh since) or after five windows of them; and how
+    /// many soon ones found no echo in a row.
     private var playedHeard = 0
     private var soon = true
+    private var misses = 0
     private let window: Int
     private let keep: Int
     private let slack: Int
@@ -75,6 +77,7 @@ public struct EchoAlignment: Sendable {
         if jumped {
             // A new answer, or an underrun: the delay may have moved with it.
             soon = true
+            misses = 0
             playedHeard = 0
         }
         if far.isEmpty || at < farStart || at > farStart + Int64(far.count) + Int64(keep) {
@@ -100,6 +103,7 @@ public struct EchoAlignment: Sendable {
         if jumped {
             // An overrun, or a device opened again: the delay may have moved with it.
             soon = true
+            misses = 0
             playedHeard = 0
         }
         if heard.isEmpty || heardStart + Int64(heard.count) != at { heard = [] ; heardStart = at }
@@ -125,26 +129,37 @@ public struct EchoAlignment: Sendable {
         return out
     }
 
-    /// What to correlate, once due (after the first second heard over the speaker, or since a side was
-    /// placed afresh, then every five):
+    /// What to correlate, once due (soon after the speaker is first heard, or a side was placed
+    /// afresh, then every five seconds): the microphone's last window, or what it has heard since
+    /// it was placed afresh if that is less (a microphone opened with the answer):
     /// pass it to `EchoDelay.estimate` and its answer to `measured`.
     public mutating func takeMeasurement() -> EchoDelay.Input? {
-        guard playedHeard >= (soon ? window : 5 * window), heard.count >= window else { return nil }
+        let count = min(heard.count, window)
+        guard playedHeard >= due, count >= window / 4 else { return nil }
         playedHeard = 0
         soon = false
         let lead = lags.upperBound
-        let start = heardStart + Int64(heard.count - window)
-        let span = reference(count: window + lags.upperBound - lags.lowerBound, at: start - Int64(lead))
-        return EchoDelay.Input(near: Array(heard.suffix(window)), far: span, farLead: lead, lags: lags)
+        let start = heardStart + Int64(heard.count - count)
+        let span = reference(count: count + lags.upperBound - lags.lowerBound, at: start - Int64(lead))
+        return EchoDelay.Input(near: Array(heard.suffix(count)), far: span, farLead: lead, lags: lags)
+    }
+
+    /// Heard over the speaker before the next measurement: a quarter of a window when soon, so that
+    /// the first words' echo (it comes a few hundred milliseconds after them) is found as soon as it
+    /// is heard; half a window, then a whole one, while none is found; five once one was.
+    private var due: Int {
+        soon ? (window / 4) << min(misses, 2) : 5 * window
     }
 
     /// The answer to the last `takeMeasurement` (nil: no echo found; the delay stays, and the next
-    /// is due after another window).
+    /// is due soon).
     public mutating func measured(_ estimate: EchoDelay.Estimate?) {
         guard let estimate else {
             soon = true
+            misses += 1
             return
         }
+        misses = 0
         measurements += 1
         // A lag within a millisecond of the last is the same delay: the canceller is not disturbed.
         if let delay, abs(delay - estimate.lag) <= 16 { return }
