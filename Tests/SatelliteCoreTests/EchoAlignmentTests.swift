@@ -200,6 +200,18 @@ import Testing
         #expect(alignment.delay == 5600)
     }
 
+    @Test func aWeakPeakIsTakenOnceTheNextAgreesAStrongOneAtOnce() {
+        var alignment = EchoAlignment()
+        alignment.measured(EchoDelay.Estimate(lag: 9000, correlation: 0.4))
+        #expect(alignment.delay == nil, "a weak peak alone may be a sidelobe")
+        alignment.measured(EchoDelay.Estimate(lag: 4000, correlation: 0.45))
+        #expect(alignment.delay == nil, "another weak peak elsewhere: neither is taken")
+        alignment.measured(EchoDelay.Estimate(lag: 4030, correlation: -0.4))
+        #expect(alignment.delay == 4030)
+        alignment.measured(EchoDelay.Estimate(lag: 6000, correlation: -0.8))
+        #expect(alignment.delay == 6000)
+    }
+
     @Test func timelineSampleOfTheClock() {
         #expect(EchoAlignment.sample(atNanoseconds: 1_000_000_000) == 16000)
         #expect(EchoAlignment.sample(atNanoseconds: 62_500) == 1)

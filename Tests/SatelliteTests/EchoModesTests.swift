@@ -82,6 +82,10 @@ struct EchoModesTests {
             let heard = echoRoom.heardDBFS(from: measured.first!.at - .milliseconds(100) - hold, to: measured.last!.at - hold) ?? -120
             echo.append(heard)
             let erle = heard - 10 * log10(max(processed, 1e-12))
+            let raw = measured.map { level in
+                echoRoom.heardDBFS(from: level.at - .milliseconds(100) - hold, to: level.at - hold).map { Int($0) } ?? -999
+            }
+            print("turn \(turn) processed \(measured.map { Int($0.dbfs) }) raw \(raw)")
             if turn == 0 { figures.first = erle } else { figures.second = erle }
         }
         figures.echoDBFS = echo.max() ?? -120

@@ -46,6 +46,10 @@ public struct EchoAlignment: Sendable {
     private var playedHeard = 0
     private var soon = true
     private var misses = 0
+    /// A weak peak's lag, waiting for the next measurement to agree.
+    private var candidate: Int?
+    /// A peak this strong is taken at once.
+    public static let strongCorrelation = 0.6
     private let window: Int
     private let keep: Int
     private let slack: Int
@@ -157,8 +161,18 @@ public struct EchoAlignment: Sendable {
         guard let estimate else {
             soon = true
             misses += 1
+            candidate = nil
             return
         }
+        // A strong peak is the echo; a weak one alone may be a sidelobe of the little echo heard so
+        // far (the first words), and is taken once the next measurement finds it too (within 5 ms).
+        let agreed = candidate.map { abs($0 - estimate.lag) <= 80 } ?? false
+        guard abs(estimate.correlation) >= Self.strongCorrelation || agreed else {
+            candidate = estimate.lag
+            soon = true
+            return
+        }
+        candidate = nil
         misses = 0
         measurements += 1
         // A lag within a millisecond of the last is the same delay: the canceller is not disturbed.
