@@ -65,27 +65,30 @@ struct EchoModesTests {
             }
             echoRoom.say(question)
             #expect(await watcher.next { $0["event"] == "state" && $0["state"] == "speaking" } != nil, "turn \(turn) is answered")
-            let levels = await meter(daemon, seconds: 5)
+            let levels = await meter(daemon, seconds: 7)
             if let listen {
                 let listened = try await listen.value
                 #expect(listened.status == 0, "listen: \(listened.out) \(listened.err)")
             }
             #expect(await watcher.state("idle") != nil)
-            // The first answer from 2 s in, the second from half a second in.
-            let from = turn == 0 ? 20 : 5
-            #expect(levels.count >= 40, "the meter measured the answer: \(levels.count) windows")
-            guard levels.count > from + 10 else { continue }
-            let measured = levels[from...]
-            let processed = measured.reduce(0) { $0 + pow(10, $1.dbfs / 10) } / Double(measured.count)
-            // What went into the microphone is read `holdMs` after the room wrote it.
+            // What the room put into the microphone in each window: it is read `holdMs` after it was written.
             let hold = Duration.milliseconds(echoRoom.holdMs)
-            let heard = echoRoom.heardDBFS(from: measured.first!.at - .milliseconds(100) - hold, to: measured.last!.at - hold) ?? -120
-            echo.append(heard)
-            let erle = heard - 10 * log10(max(processed, 1e-12))
-            let raw = measured.map { level in
-                echoRoom.heardDBFS(from: level.at - .milliseconds(100) - hold, to: level.at - hold).map { Int($0) } ?? -999
+            let heardLevels = levels.map { echoRoom.heardDBFS(from: $0.at - .milliseconds(100) - hold, to: $0.at - hold) ?? -120 }
+            // The answer counts from its echo's first sound; the first from 2 s on, the second from half a second.
+            guard let onset = heardLevels.firstIndex(where: { $0 > -60 }) else {
+                Issue.record("answer \(turn + 1)'s echo was not heard")
+                continue
             }
-            print("turn \(turn) processed \(measured.map { Int($0.dbfs) }) raw \(raw)")
+            let from = onset + (turn == 0 ? 20 : 5)
+            #expect(levels.count >= from + 20, "the meter measured the answer: \(levels.count) windows, from \(from)")
+            guard levels.count > from + 10 else { continue }
+            func mean(_ dbfs: [Double]) -> Double { 10 * log10(max(dbfs.reduce(0) { $0 + pow(10, $1 / 10) } / Double(dbfs.count), 1e-12)) }
+            let processed = mean(levels[from...].map(\.dbfs)), heard = mean(Array(heardLevels[from...]))
+            echo.append(heard)
+            let erle = heard - processed
+            if erle < 15 {
+                print("answer \(turn + 1), every 100 ms: processed \(levels.map { Int($0.dbfs) }) dBFS, heard \(heardLevels.map { Int($0) }) dBFS")
+            }
             if turn == 0 { figures.first = erle } else { figures.second = erle }
         }
         figures.echoDBFS = echo.max() ?? -120
