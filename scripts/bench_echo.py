@@ -219,7 +219,7 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
             control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             control.connect(os.path.join(d, "control.sock"))
             cpu0, t0 = self.cpu_seconds(daemon.pid), time.monotonic()
-            control.sendall(b'{"v": 1, "id": "m", "cmd": "meter", "seconds": 6}\n')
+            control.sendall(b'{"v": 1, "id": "m", "cmd": "meter", "seconds": 6, "processed": true}\n')
             levels, buffer = [], b""
             while True:
                 chunk = control.recv(65536)

@@ -101,4 +101,13 @@ struct ControlProtocolTests {
         #expect(ResultText.render(.ask(text: "hi"), .completed(["accepted": true, "id": "1"]), json: true).out
                 == #"{"response":{"accepted":true,"id":"1"},"status":"completed"}"# + "\n")
     }
+
+    @Test("meter takes seconds and processed, and encodes them as it decodes")
+    func meter() throws {
+        for command in [ControlCommand.meter(seconds: 5), .meter(seconds: 3, processed: true)] {
+            #expect(try Self.decode(ControlProtocol.encode(command, id: "m")).get().command == command)
+        }
+        #expect(try Self.decode(#"{"v":1,"id":"m","cmd":"meter"}"#).get().command == .meter(seconds: 5, processed: false))
+        #expect(Self.refusal(#"{"v":1,"id":"m","cmd":"meter","processed":"yes"}"#)?.message == #""processed" must be true or false, not a string."#)
+    }
 }

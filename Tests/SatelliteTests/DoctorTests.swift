@@ -60,6 +60,20 @@ struct DoctorTests {
         await speaking.stop()
     }
 
+    @Test("a microphone stuck at one value fails, whatever the noise suppressor makes of it")
+    func stuck() async throws {
+        // Processing on, as by default: the suppressor turns a constant into quiet noise, and doctor
+        // reads what the microphone gave.
+        let config: JSONValue = ["name": "study-pi", "transport": "record", "server": ["retryMs": 2000],
+                                 "audio": ["input": "testmic", "output": "testspeaker", "noiseSuppression": true, "echoCancel": true]]
+        let stuck = [Int16](repeating: 1000, count: 3 * 16000)
+        let daemon = try await DaemonHarness.start(config: config, mic: stuck.withUnsafeBytes { Data($0) })
+        let microphone = try #require(try await Self.doctor(daemon).checks["microphone"])
+        #expect(microphone.status == .fail)
+        #expect(microphone.detail.contains("gives the same value (1000) in every sample"), "\(microphone.detail)")
+        await daemon.stop()
+    }
+
     /// The microphone's device name as the daemon was given it.
     static func device(_ daemon: DaemonHarness) -> String {
         (try? ALSAFixture.shared().microphone(infile: daemon.room?.path ?? daemon.micFile.path)) ?? "?"

@@ -56,7 +56,7 @@ struct EchoCancelTests {
         #expect(await watcher.next { $0["event"] == "state" && $0["state"] == "speaking" } != nil)
 
         let meter = try SocketClient(path: daemon.socket)
-        meter.send(#"{"v": 1, "id": "m", "cmd": "meter", "seconds": 6}"# + "\n")
+        meter.send(#"{"v": 1, "id": "m", "cmd": "meter", "seconds": 6, "processed": true}"# + "\n")
         var levels: [Double] = []
         for await line in meter.lines {
             guard let value = try? JSONValue.parse(line) else { continue }

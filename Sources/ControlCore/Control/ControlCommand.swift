@@ -49,8 +49,9 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
     case serverRestartAgent
     /// Runs every check of `parlourctl doctor`.
     case doctor
-    /// Listens in on the microphone for `seconds`, sending a `level` event every 100 ms (for setup's meter).
-    case meter(seconds: Int)
+    /// Listens in on the microphone for `seconds`, sending a `level` event every 100 ms (for setup's meter):
+    /// what the microphone gives, or (`processed`) what its processing makes of it (the echo cancelled).
+    case meter(seconds: Int, processed: Bool = false)
 
     /// The name alone: the arguments of `pair` and `token set` are secrets.
     public var description: String { name }
@@ -125,7 +126,10 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
             var fields: [String: JSONValue] = ["service": .string(service)]
             if let lines { fields["lines"] = .number(Double(lines)) }
             return fields
-        case .meter(let seconds): return ["seconds": .number(Double(seconds))]
+        case .meter(let seconds, let processed):
+            var fields: [String: JSONValue] = ["seconds": .number(Double(seconds))]
+            if processed { fields["processed"] = true }
+            return fields
         default: return [:]
         }
     }
@@ -204,13 +208,19 @@ public enum ControlCommand: Sendable, Equatable, CustomStringConvertible {
             }
         case "doctor": return .success(.doctor)
         case "meter":
+            let processed: Bool
+            switch fields["processed"] {
+            case nil, .null?: processed = false
+            case .bool(let value)?: processed = value
+            case let other?: return bad("\"processed\" must be true or false, not \(other.kindName).")
+            }
             switch fields["seconds"] {
-            case nil, .null?: return .success(.meter(seconds: 5))
+            case nil, .null?: return .success(.meter(seconds: 5, processed: processed))
             case let value?:
                 guard let seconds = value.intValue, (1...30).contains(seconds) else {
                     return bad("\"seconds\" must be a whole number from 1 to 30, not \(value.text).")
                 }
-                return .success(.meter(seconds: seconds))
+                return .success(.meter(seconds: seconds, processed: processed))
             }
         case "pair":
             guard let link = nonEmpty("link") else { return bad("pair needs \"link\", the parlour://pair?... link as a string.") }

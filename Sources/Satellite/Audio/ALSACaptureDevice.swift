@@ -81,8 +81,9 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
     private let overrunCount = Atomic<Int>(0)
     // The lock order: `life` first; `consumer` or `listeners` may be taken under it, never the other way.
     private let life = OrderedLock(Life(), rank: 1, name: "the capture device's life")
-    /// Listeners in (`copies()`): each gets every chunk the consumer gets.
-    private let listeners = OrderedLock<[Int: AsyncStream<CaptureChunk>.Continuation]>([:], rank: 2, name: "its listeners")
+    /// Listeners in (`copies()`): each gets every chunk, as the microphone gave it or processed.
+    private let listeners = OrderedLock<[Int: (continuation: AsyncStream<CaptureChunk>.Continuation, processed: Bool)]>(
+        [:], rank: 2, name: "its listeners")
     /// Who gets the chunks: the consumer's stream, or (detached) a backlog for the next one.
     private let consumer = OrderedLock(Consumer.none, rank: 2, name: "its consumer")
     /// The attached consumer's id (-1 for none), set with `consumer`, for its onTermination to read without the lock.
@@ -108,8 +109,9 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
     private var filled = 0
     private var onFailure: (@Sendable (ALSAError) -> Void)?
 
-    private init(device: String, rate: Int, channels: Int, pcm: ALSAPCM, engine: AudioEngine) {
+    private init(device: String, rate: Int, channels: Int, pcm: ALSAPCM, engine: AudioEngine, processed: Bool) {
         self.engine = engine
+        processes = processed && rate == 16000 && channels == 1
         self.device = device
         self.rate = rate
         self.channels = channels
@@ -123,11 +125,13 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
 
     /// Opens and configures the device now, so a missing microphone is known at once.
     /// S16_LE interleaved; `default` converts from whatever the card does.
-    public static func open(device: String, rate: Int = 16000, channels: Int = 1,
-                            periodFrames: Int = 320, engine: AudioEngine = .shared) throws(ALSAError) -> ALSACaptureDevice {
+    /// Unless `processed` is false (a listener in alone: doctor, the meter), its chunks are the
+    /// microphone's processing's (AudioEngine).
+    public static func open(device: String, rate: Int = 16000, channels: Int = 1, periodFrames: Int = 320,
+                            processed: Bool = true, engine: AudioEngine = .shared) throws(ALSAError) -> ALSACaptureDevice {
         let pcm = try ALSAPCM.open(device: device, stream: SND_PCM_STREAM_CAPTURE, rate: rate,
                                    channels: channels, periodFrames: periodFrames)
-        return ALSACaptureDevice(device: device, rate: rate, channels: channels, pcm: pcm, engine: engine)
+        return ALSACaptureDevice(device: device, rate: rate, channels: channels, pcm: pcm, engine: engine, processed: processed)
     }
 
     /// Audio lost so far: overruns ALSA recovered from (the thread fell a whole buffer
@@ -269,14 +273,15 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
     public var isClosed: Bool { life.withLock { $0.closed } }
 
     /// A copy of every chunk from now on, for someone who only listens in (doctor, the level
-    /// meter) while the consumer keeps the device; it ends when the device closes.
-    public func copies() -> AsyncStream<CaptureChunk> {
+    /// meter) while the consumer keeps the device; it ends when the device closes. As the
+    /// microphone gave it, or as the consumer gets it (`processed`).
+    public func copies(processed: Bool = false) -> AsyncStream<CaptureChunk> {
         let (stream, continuation) = AsyncStream.makeStream(of: CaptureChunk.self, bufferingPolicy: .bufferingNewest(100))
         let key: Int? = life.withLock { life in
             guard !life.closed else { return nil }
             life.nextListener += 1
             // Under the same lock as `closed`, so a device closing now finishes this copy too.
-            listeners.withLock { $0[life.nextListener] = continuation }
+            listeners.withLock { $0[life.nextListener] = (continuation, processed) }
             return life.nextListener
         }
         guard let key else {
@@ -293,7 +298,7 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
             defer { life.waiters.removeAll() }
             return life.waiters
         }
-        for listener in listeners.withLock({ l in defer { l.removeAll() }; return Array(l.values) }) { listener.finish() }
+        for listener in listeners.withLock({ l in defer { l.removeAll() }; return Array(l.values) }) { listener.continuation.finish() }
         for waiter in waiters { waiter.resume() }
     }
 
@@ -312,8 +317,9 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
         return true
     }
 
-    /// The echo canceller and the rest work on 16 kHz mono, the rate AudioCapture opens at (plug converts).
-    private var processes: Bool { rate == 16000 && channels == 1 }
+    /// Whether the microphone's processing has its chunks: the echo canceller and the rest work on
+    /// 16 kHz mono, the rate AudioCapture opens at (plug converts).
+    private let processes: Bool
 
     /// Reads what the device has, yielding each whole period as it fills.
     func service(revents: UInt16, now: UInt64) -> Bool {
@@ -327,6 +333,8 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
             if got > 0 {
                 filled += got
                 if filled == periodFrames {
+                    let listening = listeners.withLock { Array($0.values) }
+                    let raw = listening.contains { !$0.processed } ? chunk : nil
                     if processes { engine.microphoneRead(&chunk, pcm: pcm) }
                     let (dropped, sink): (Bool, (any CaptureSink)?) = consumer.withLock { c in
                         switch c {
@@ -348,7 +356,7 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
                     }
                     if dropped { overrunCount.add(1, ordering: .relaxed) }
                     // Out of the lock, which a copy's onTermination takes (see the top).
-                    for listener in listeners.withLock({ Array($0.values) }) { listener.yield(.samples(chunk)) }
+                    for listener in listening { listener.continuation.yield(.samples(listener.processed ? chunk : raw ?? chunk)) }
                     filled = 0
                     // Outside the lock: the sink's work (the wake word's engine) holds up no other thread.
                     if let sink, !hand(chunk, to: sink) { return end(nil) }

@@ -50,10 +50,15 @@ public actor AudioCapture {
     /// thread and a hop to the consumer, so a consumer that judges longer stretches asks for longer.
     /// After a hand-over (`handOver()`, or a sink's), it takes the device still open, with its period, instead.
     public func open(periodFrames: Int = 320) async throws(ALSAError) -> AsyncStream<CaptureChunk> {
+        try await open(periodFrames: periodFrames, processed: true)
+    }
+
+    /// `open()`, with the chunks processed or as the microphone gave them.
+    private func open(periodFrames: Int, processed: Bool) async throws(ALSAError) -> AsyncStream<CaptureChunk> {
         // Callers do not ask while muted; one that raced a mute is refused without a word on the bus.
         if muted { throw ALSAError(function: "snd_pcm_open", code: -EPERM, device: device) }
         if let stream = current?.attach() { return stream }
-        let capture = try await openDevice(periodFrames: periodFrames)
+        let capture = try await openDevice(periodFrames: periodFrames, processed: processed)
         return capture.frames { [weak self, work] error in
             work.start { [weak self] in await self?.captureFailed(capture, error) }
         }
@@ -71,7 +76,7 @@ public actor AudioCapture {
     }
 
     /// Closes what is open and opens the device afresh, as `current`.
-    private func openDevice(periodFrames: Int) async throws(ALSAError) -> ALSACaptureDevice {
+    private func openDevice(periodFrames: Int, processed: Bool = true) async throws(ALSAError) -> ALSACaptureDevice {
         // Another open may slip in while this one waits for the old device to close.
         while current != nil { await close() }
         if muted { throw ALSAError(function: "snd_pcm_open", code: -EPERM, device: device) }
@@ -79,7 +84,7 @@ public actor AudioCapture {
         let (device, engine) = (self.device, self.engine)
         do {
             capture = try await engine.run { () throws(ALSAError) in
-                try ALSACaptureDevice.open(device: device, periodFrames: periodFrames, engine: engine)
+                try ALSACaptureDevice.open(device: device, periodFrames: periodFrames, processed: processed, engine: engine)
             }
         } catch {
             failed(error)
@@ -123,14 +128,16 @@ public actor AudioCapture {
     /// the consumer's chunks; otherwise the device is opened for this alone, and a consumer's
     /// `open()` takes it over (the stream then ends early). A device that stops giving sound ends
     /// the stream two seconds after it should have ended; a failure ends it with `.failed`.
-    public func listenIn(for duration: Duration) async throws(ALSAError) -> AsyncStream<CaptureChunk> {
+    /// What the microphone gave, so that a stuck or dead one reads as one whatever the processing
+    /// makes of it; or, `processed`, what the processing gives (to measure the echo cancelled).
+    public func listenIn(for duration: Duration, processed: Bool = false) async throws(ALSAError) -> AsyncStream<CaptureChunk> {
         let source: AsyncStream<CaptureChunk>
         let owned: ALSACaptureDevice?
         if let current, !current.isClosed {
-            source = current.copies()
+            source = current.copies(processed: processed)
             owned = nil
         } else {
-            source = try await open()
+            source = try await open(periodFrames: 320, processed: processed)
             owned = current
         }
         let wanted = Int(duration / .milliseconds(1)) * 16

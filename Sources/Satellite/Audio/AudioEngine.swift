@@ -121,7 +121,7 @@ public final class AudioEngine: @unchecked Sendable {
 
     func speakerWrote(_ samples: UnsafeBufferPointer<Int16>, frames: Int, by speaker: ALSAPlaybackDevice, pcm: OpaquePointer) {
         owner.assertCurrent()
-        guard let processor, processor.wantsReference else { return }
+        guard let processor, processor.wantsPlayed else { return }
         processor.played(samples, frames: frames, by: speaker, pcm: pcm, now: MonotonicClock.nanoseconds())
     }
 

