@@ -1,8 +1,8 @@
-// OpenSSL for Swift, opened with dlopen when the first https or wss
-// connection is made (parlour_tls_open), not linked: a daemon whose server is
-// plain http (the usual house) then never maps libssl or libcrypto, whose
-// relocated pages alone held 0.5 MiB of the streaming daemon (BENCHMARKS.md,
-// "HTTP of our own"). The package still depends on libssl3. Each call the
+// OpenSSL for the /listen socket's TLS, opened with dlopen when the first wss
+// connection is made (parlour_tls_open). libcurl, which the daemon links for
+// HTTP, maps libssl and libcrypto anyway, so the lazy opening no longer saves
+// memory; it only keeps OpenSSL's setup for the socket off a plain-http
+// daemon's path, and linking it directly would remove the table. Each call the
 // daemon makes is a `tls_` function here, through a table filled once; the
 // macros (SNI, the write mode, renegotiation) are spelled as the calls they
 // stand for. The SHA-256 of a certificate's public key (its DER

@@ -7,7 +7,7 @@
 // (CPages/pages.c says how, and why not MADV_PAGEOUT): what is still in use
 // is mapped again by its next read, a minor fault while the page cache holds
 // it; what is not stays unmapped, in the page cache, for the kernel to take
-// when memory is short. Measured in BENCHMARKS.md, "Code unmapped".
+// when memory is short. BENCHMARKS.md has what it takes off (idle and peak RSS against steady).
 import CPages
 import Glibc
 

@@ -2,7 +2,7 @@
 // asking whether a path exists, runs, or is a folder. FoundationEssentials'
 // FileManager and Data(contentsOf:) did this, and linking FoundationEssentials
 // at all cost the daemon 6.3 MB on disk (15.7 against 9.4 MB) and 0.7 MiB
-// resident (BENCHMARKS.md, "The daemon without Foundation"). A failure keeps its errno,
+// resident (BENCHMARKS.md, "What each binary weighs"). A failure keeps its errno,
 // so a message can say "Permission denied" as the system does (Error.fileReason).
 import Glibc
 

@@ -2,7 +2,7 @@
 // path, query, fragment), for the config's server address and for the
 // connections (ServerTarget). FoundationEssentials' URLComponents did this,
 // and linking FoundationEssentials at all cost the daemon 6.3 MB on disk
-// (15.7 against 9.4 MB) and 0.7 MiB resident (BENCHMARKS.md, "The daemon without Foundation").
+// (15.7 against 9.4 MB) and 0.7 MiB resident (BENCHMARKS.md, "What each binary weighs").
 // Easy to get wrong: a character RFC 3986 does not allow anywhere, or a "%"
 // without two hex digits, makes the whole URL none (URLComponents escaped such
 // a character and read on; the daemon never forms such a URL itself);

@@ -2,7 +2,7 @@
 // pinned, when the state changed, what the clock says for doctor. Written
 // as ISO 8601 ("2026-12-06T15:40:00Z") and read with or without fractions
 // and with an offset, as FoundationEssentials' Date did before the daemon
-// stopped linking it (BENCHMARKS.md, "The daemon without Foundation");
+// stopped linking it (BENCHMARKS.md, "What each binary weighs");
 // the calendar is glibc's (timegm, gmtime_r).
 import Glibc
 
