@@ -52,6 +52,8 @@ final class HTTPLoop: @unchecked Sendable {
     private let multi = Mutex<UnsafeMutableRawPointer?>(nil)
 
     // Touched by the loop's thread alone.
+    /// The `http` thread's alone, as curl's handles are: checked in debug builds.
+    private let owner = OwnerThread("http")
     private var running: [UnsafeMutableRawPointer: HTTPTransfer] = [:]
     private var pools: [String: Pool] = [:]
     private var uses = 0
@@ -113,6 +115,7 @@ final class HTTPLoop: @unchecked Sendable {
 
     private func run() {
         guard let multi = multi.withLock({ $0 }) else { return }
+        owner.claim()
         let handle = UInt(bitPattern: multi)
         let heartbeat = Heartbeat("http", serves: "every HTTP request", bound: .seconds(10)) {
             _ = curl_multi_wakeup(UnsafeMutableRawPointer(bitPattern: handle))
@@ -144,6 +147,7 @@ final class HTTPLoop: @unchecked Sendable {
     }
 
     private func start(_ transfer: HTTPTransfer, _ multi: UnsafeMutableRawPointer) {
+        owner.assertCurrent()
         if transfer.cancelled.load(ordering: .relaxed) {
             transfer.complete(.failure(transfer.failure(.cancelled, "cancel", "cancelled before it started")))
             return
@@ -171,6 +175,7 @@ final class HTTPLoop: @unchecked Sendable {
     }
 
     private func stop(_ transfer: HTTPTransfer, _ multi: UnsafeMutableRawPointer) {
+        owner.assertCurrent()
         guard let handle = transfer.handle, running[handle] != nil else { return }
         end(transfer, handle, multi) { .failure(transfer.failure(.cancelled, "cancel", "cancelled")) }
     }
@@ -178,6 +183,7 @@ final class HTTPLoop: @unchecked Sendable {
     /// Takes the handle out of the multi (its connection goes back to its pool) and completes the transfer.
     private func end(_ transfer: HTTPTransfer, _ handle: UnsafeMutableRawPointer, _ multi: UnsafeMutableRawPointer,
                      _ result: () -> Result<HTTPResponse, HTTPFailure>) {
+        owner.assertCurrent()
         let outcome = result()
         running[handle] = nil
         _ = curl_multi_remove_handle(multi, handle)
@@ -191,6 +197,7 @@ final class HTTPLoop: @unchecked Sendable {
     }
 
     private func pool(_ key: String, client: String) -> Pool? {
+        owner.assertCurrent()
         uses += 1
         if let pool = pools[key] {
             pool.lastUsed = uses
@@ -211,6 +218,7 @@ final class HTTPLoop: @unchecked Sendable {
     /// Closes the pools idle past `idleLimit`, and past `poolLimit` the idle ones of `client` least
     /// lately used; all idle ones of a client `forgetting`. One client's pools never close another's.
     private func closeIdlePools(of client: String? = nil, forgetting gone: String? = nil) {
+        owner.assertCurrent()
         let now = MonotonicClock.nanoseconds()
         let limit = MonotonicClock.nanoseconds(in: Self.idleLimit)
         var closing = pools.filter { $0.value.using == 0 && (now - $0.value.idleSince >= limit || $0.value.client == gone) }
