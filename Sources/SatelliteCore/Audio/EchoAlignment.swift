@@ -20,9 +20,9 @@ public struct EchoAlignment: Sendable {
     public static let rate = 16000
 
     /// The lags searched: the echo may come before the timeline says it was played (a speaker's
-    /// latency overstated) or up to 0.8 s after it. Half a second was too little: in the test room
-    /// (its FIFOs hold 0.3 s and more beyond what ALSA reports) an answer measured 457–493 ms, and
-    /// one was never measured and never cancelled (ERLE 1.6 dB, BENCHMARKS.md, session 11).
+    /// latency overstated) or up to 0.8 s after it: a path through buffers ALSA does not count (a
+    /// USB card's, a converter's, the test room's FIFOs) can reach half a second, and an echo past
+    /// the search is never measured and never cancelled.
     public let lags: ClosedRange<Int>
     /// The reference is taken this much before the measured delay (3 ms).
     public let margin = 48
