@@ -12,17 +12,10 @@ public enum SHA256 {
     public static func digest(_ bytes: [UInt8]) -> [UInt8] {
         var h: [UInt32] = [0x6A09_E667, 0xBB67_AE85, 0x3C6E_F372, 0xA54F_F53A,
                            0x510E_527F, 0x9B05_688C, 0x1F83_D9AB, 0x5BE0_CD19]
-        var message = bytes
-        let bits = UInt64(bytes.count) &* 8
-        message.append(0x80)
-        while message.count % 64 != 56 { message.append(0) }
-        for shift in stride(from: 56, through: 0, by: -8) { message.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
+        let message = DigestBlocks.padded(bytes)
         var w = [UInt32](repeating: 0, count: 64)
         for block in stride(from: 0, to: message.count, by: 64) {
-            for i in 0..<16 {
-                let at = block + i * 4
-                w[i] = UInt32(message[at]) << 24 | UInt32(message[at + 1]) << 16 | UInt32(message[at + 2]) << 8 | UInt32(message[at + 3])
-            }
+            for i in 0..<16 { w[i] = DigestBlocks.word(message, at: block + i * 4) }
             for i in 16..<64 {
                 let s0 = rotate(w[i - 15], 7) ^ rotate(w[i - 15], 18) ^ (w[i - 15] >> 3)
                 let s1 = rotate(w[i - 2], 17) ^ rotate(w[i - 2], 19) ^ (w[i - 2] >> 10)
@@ -47,7 +40,7 @@ public enum SHA256 {
             h[6] &+= g
             h[7] &+= hh
         }
-        return h.flatMap { word in (0..<4).map { UInt8(truncatingIfNeeded: word >> UInt32(24 - $0 * 8)) } }
+        return DigestBlocks.bytes(h)
     }
 
     /// HMAC-SHA256 of `message` under `key` (RFC 2104): 32 bytes.
