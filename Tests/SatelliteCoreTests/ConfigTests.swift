@@ -70,6 +70,16 @@ struct ConfigTests {
             == FollowUp(mode: .never, waitMs: 15000, maxInARow: 10))
     }
 
+    @Test("the arbitration keys are read, each at its default when left out")
+    func arbitrationKeys() throws {
+        #expect(try decode("{}").config.arbitration
+            == SatelliteConfig.Arbitration(enabled: true, windowMs: 200, port: 0, levelOffsetDb: 0))
+        let config = try decode(#"{"arbitration": {"enabled": false, "windowMs": 50, "port": 47800, "levelOffsetDb": -6.5}}"#).config
+        #expect(config.arbitration == SatelliteConfig.Arbitration(enabled: false, windowMs: 50, port: 47800, levelOffsetDb: -6.5))
+        #expect(try decode(#"{"arbitration": {"windowMs": 1000, "port": 65535, "levelOffsetDb": 30}}"#).config.arbitration
+            == SatelliteConfig.Arbitration(enabled: true, windowMs: 1000, port: 65535, levelOffsetDb: 30))
+    }
+
     @Test("json() writes every key and reads back to the same config")
     func roundTrip() throws {
         var config = SatelliteConfig.defaults(hostName: "den")
@@ -155,6 +165,23 @@ struct ConfigTests {
          "satellite.json: conversation.maxFollowUps: expected a whole number from 0 to 10, found 11"),
         (#"{"conversation": {"maxFollowUps": -1}}"#,
          "satellite.json: conversation.maxFollowUps: expected a whole number from 0 to 10, found -1"),
+        (#"{"arbitration": {"enabled": "yes"}}"#, #"satellite.json: arbitration.enabled: expected true or false, found "yes""#),
+        (#"{"arbitration": {"windowMs": 49}}"#,
+         "satellite.json: arbitration.windowMs: expected a whole number of milliseconds from 50 to 1000, found 49"),
+        (#"{"arbitration": {"windowMs": 1001}}"#,
+         "satellite.json: arbitration.windowMs: expected a whole number of milliseconds from 50 to 1000, found 1001"),
+        (#"{"arbitration": {"port": 65536}}"#,
+         "satellite.json: arbitration.port: expected 0 (any free port, which Bonjour advertises) or a UDP port from 1 to 65535, found 65536"),
+        (#"{"arbitration": {"port": -1}}"#,
+         "satellite.json: arbitration.port: expected 0 (any free port, which Bonjour advertises) or a UDP port from 1 to 65535, found -1"),
+        (#"{"arbitration": {"port": 80.5}}"#,
+         "satellite.json: arbitration.port: expected 0 (any free port, which Bonjour advertises) or a UDP port from 1 to 65535, found 80.5"),
+        (#"{"arbitration": {"levelOffsetDb": 30.5}}"#,
+         "satellite.json: arbitration.levelOffsetDb: expected a number of dB from -30 to 30, found 30.5"),
+        (#"{"arbitration": {"levelOffsetDb": "-3"}}"#,
+         #"satellite.json: arbitration.levelOffsetDb: expected a number of dB from -30 to 30, found "-3""#),
+        (#"{"arbitration": 200}"#,
+         "satellite.json: arbitration: expected an object with the keys enabled, windowMs, port, levelOffsetDb, found 200"),
         (#"{"name": "   "}"#,
          #"satellite.json: name: expected a name of 1 to 64 characters, or "" for the short host name, found "   ""#),
         (#"{"name": "\#(String(repeating: "n", count: 65))"}"#,

@@ -66,6 +66,20 @@ struct ConfigKey: Sendable {
         .flag("audio.echoCancel", \.audio.echoCancel),
         .flag("audio.noiseSuppression", \.audio.noiseSuppression),
         .flag("audio.autoGain", \.audio.autoGain),
+        .flag("arbitration.enabled", \.arbitration.enabled),
+        .milliseconds("arbitration.windowMs", \.arbitration.windowMs, 50...1_000),
+        ConfigKey(path: "arbitration.port", read: { value, config throws(Rejection) in
+            guard let port = value.intValue, (0...65_535).contains(port) else {
+                throw Rejection("0 (any free port, which Bonjour advertises) or a UDP port from 1 to 65535")
+            }
+            config.arbitration.port = port
+        }, render: { .number(Double($0.arbitration.port)) }),
+        ConfigKey(path: "arbitration.levelOffsetDb", read: { value, config throws(Rejection) in
+            guard let offset = value.numberValue, (-30...30).contains(offset) else {
+                throw Rejection("a number of dB from -30 to 30")
+            }
+            config.arbitration.levelOffsetDb = offset
+        }, render: { .number($0.arbitration.levelOffsetDb) }),
         .string("hooks.onState", \.hooks.onState, check: hookCommand),
         .milliseconds("hooks.timeoutMs", \.hooks.timeoutMs, 100...600_000),
         .string("sounds.awake", \.sounds.awake, check: sound),

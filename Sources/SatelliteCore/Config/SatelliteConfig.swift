@@ -145,6 +145,24 @@ public struct SatelliteConfig: Sendable, Equatable {
         }
     }
 
+    /// Deciding with the house's other satellites which one answers a wake (docs/arbitration.md).
+    public struct Arbitration: Sendable, Equatable {
+        public var enabled: Bool
+        /// How long a satellite that woke waits for its siblings' claims.
+        public var windowMs: Int
+        /// The UDP port for siblings' claims; 0: any free port, which Bonjour advertises.
+        public var port: Int
+        /// Added to this satellite's level, to even out a louder or quieter microphone.
+        public var levelOffsetDb: Double
+
+        public init(enabled: Bool = true, windowMs: Int = 200, port: Int = 0, levelOffsetDb: Double = 0) {
+            self.enabled = enabled
+            self.windowMs = windowMs
+            self.port = port
+            self.levelOffsetDb = levelOffsetDb
+        }
+    }
+
     /// The client name the server sees. Never empty: `""` in the file means the short host name.
     public var name: String
     /// The room it stands in; empty means none.
@@ -154,6 +172,7 @@ public struct SatelliteConfig: Sendable, Equatable {
     public var wake: Wake
     public var wakeWord: WakeWord
     public var audio: Audio
+    public var arbitration: Arbitration
     public var hooks: Hooks
     public var sounds: Sounds
     public var offline: Offline
@@ -161,7 +180,7 @@ public struct SatelliteConfig: Sendable, Equatable {
     public var conversation: FollowUp
 
     public init(name: String, room: String, server: Server, transport: Transport, wake: Wake, wakeWord: WakeWord = WakeWord(),
-                audio: Audio, hooks: Hooks = Hooks(), sounds: Sounds = Sounds(), offline: Offline = Offline(),
+                audio: Audio, arbitration: Arbitration = Arbitration(), hooks: Hooks = Hooks(), sounds: Sounds = Sounds(), offline: Offline = Offline(),
                 conversation: FollowUp = FollowUp()) {
         self.conversation = conversation
         self.name = name
@@ -171,6 +190,7 @@ public struct SatelliteConfig: Sendable, Equatable {
         self.wake = wake
         self.wakeWord = wakeWord
         self.audio = audio
+        self.arbitration = arbitration
         self.hooks = hooks
         self.sounds = sounds
         self.offline = offline

@@ -10,17 +10,10 @@ public enum SHA1 {
     /// The 20-byte digest of `bytes`.
     public static func digest(_ bytes: [UInt8]) -> [UInt8] {
         var h: [UInt32] = [0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0]
-        var message = bytes
-        let bits = UInt64(bytes.count) * 8
-        message.append(0x80)
-        while message.count % 64 != 56 { message.append(0) }
-        for shift in stride(from: 56, through: 0, by: -8) { message.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
+        let message = DigestBlocks.padded(bytes)
         var w = [UInt32](repeating: 0, count: 80)
         for block in stride(from: 0, to: message.count, by: 64) {
-            for i in 0..<16 {
-                let at = block + i * 4
-                w[i] = UInt32(message[at]) << 24 | UInt32(message[at + 1]) << 16 | UInt32(message[at + 2]) << 8 | UInt32(message[at + 3])
-            }
+            for i in 0..<16 { w[i] = DigestBlocks.word(message, at: block + i * 4) }
             for i in 16..<80 { w[i] = rotate(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1) }
             var (a, b, c, d, e) = (h[0], h[1], h[2], h[3], h[4])
             for i in 0..<80 {
@@ -40,7 +33,7 @@ public enum SHA1 {
             h[3] &+= d
             h[4] &+= e
         }
-        return h.flatMap { word in (0..<4).map { UInt8(truncatingIfNeeded: word >> UInt32(24 - $0 * 8)) } }
+        return DigestBlocks.bytes(h)
     }
 
     private static func rotate(_ value: UInt32, _ count: UInt32) -> UInt32 { value << count | value >> (32 - count) }
