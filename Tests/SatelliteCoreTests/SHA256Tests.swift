@@ -1,8 +1,10 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import SatelliteCore
 
-@Suite("SHA-256 and HMAC-SHA256 for siblings' claims")
+// Off the pool: one case waits on openssl.
+@Suite("SHA-256 and HMAC-SHA256 for siblings' claims", .offThePool)
 struct SHA256Tests {
     static func hex(_ bytes: [UInt8]) -> String { HouseKeys.hex(bytes) }
 

@@ -13,7 +13,8 @@ import TestSupport
 import SatelliteCore
 import Satellite
 
-@Suite("the echo canceller in every period")
+// Off the pool: each case is a minute or two of one core, which would hold up every async test of the parallel pass.
+@Suite("the echo canceller in every period", .offThePool)
 struct EchoPeriodTests {
     struct Room: Sendable, CustomTestStringConvertible {
         let delay: Int
