@@ -134,6 +134,44 @@ struct PinMoveTests {
         await hostAd.stop()
     }
 
+    @Test("a configured http name that resolves elsewhere while the kept address is silent is not followed, whatever server.followMoves says: the journal and doctor say what to run", arguments: [true, false])
+    func configuredMoveWaits(followMoves: Bool) async throws {
+        _ = try RealAvahi()
+        let host = "move-\(UUID().uuidString.prefix(6).lowercased()).local"
+        for address in Self.extra { try await Self.addAddress(address) }
+        defer { for address in Self.extra { Self.removeAddress(address) } }
+        let token = "tok-\(UUID().uuidString)"
+        let first = try await TestServer.start(token: token, host: "198.51.100.2")
+        let port = first.port
+        var hostAd = try await AvahiPublisher.address(host: host, "198.51.100.2")
+        let config: JSONValue = ["name": "hall-pi", "transport": "record",
+                                 "server": ["url": .string("http://\(host):\(port)"), "retryMs": 1000, "followMoves": .bool(followMoves)],
+                                 "audio": ["input": "testmic", "output": "testspeaker"]]
+        let daemon = try await DaemonHarness.start(config: config, token: token)
+        let watch = try await Watcher.start(daemon)
+        #expect(try await daemon.result("ask", "is the house there")["status"] == "completed")
+
+        await first.shutdown()
+        await hostAd.stop()
+        let other = try await TestServer.start(token: token, host: "198.51.100.3", port: port)
+        defer { other.stop() }
+        hostAd = try await AvahiPublisher.address(host: host, "198.51.100.3")
+        let why = followMoves ? "on plain http a name that resolves elsewhere proves nothing" : "server.followMoves is false"
+        let notice = await watch.notice("no longer answers at 198.51.100.2", "its name now resolves to it at 198.51.100.3",
+                                        "It was not followed (\(why))", "configured.json")
+        #expect(notice?["from_addresses"] == "198.51.100.2" && notice?["to_addresses"] == "198.51.100.3", "\(String(describing: notice))")
+        let doctor = try await daemon.result("doctor")
+        let check = doctor["response"]?["checks"]?.arrayValue?.first { $0["name"] == "server_pinned" }
+        #expect(check?["status"] == "fail" && check?["detail"]?.stringValue?.contains("It was not followed") == true, "\(String(describing: check))")
+        #expect(check?["fix"]?.stringValue?.hasPrefix("rm \(daemon.stateDirectory)/configured.json && sudo systemctl restart") == true,
+                "\(String(describing: check))")
+        #expect(try await daemon.result("ask", "is anyone there")["error"] == "server_unreachable")
+        #expect(await daemon.stop() == 0)
+        let seen = try await other.requests().filter { $0["tokenOk"] != false }
+        #expect(seen.isEmpty, "the server the configured name moved to was sent the house's token: \(seen)")
+        await hostAd.stop()
+    }
+
     @Test("a name that resolves elsewhere is not followed; its own instance's announcement is, and the journal names both addresses")
     func followed() async throws { try await moves(followMoves: true) }
 
