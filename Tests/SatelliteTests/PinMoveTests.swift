@@ -156,6 +156,8 @@ struct PinMoveTests {
         let other = try await TestServer.start(token: token, host: "198.51.100.3", port: port)
         defer { other.stop() }
         hostAd = try await AvahiPublisher.address(host: host, "198.51.100.3")
+        // A request finds the kept address silent; the name is looked up again on the next retry.
+        #expect(try await daemon.result("ask", "is anyone there")["error"] == "server_unreachable")
         let why = followMoves ? "on plain http a name that resolves elsewhere proves nothing" : "server.followMoves is false"
         let notice = await watch.notice("no longer answers at 198.51.100.2", "its name now resolves to it at 198.51.100.3",
                                         "It was not followed (\(why))", "configured.json")
