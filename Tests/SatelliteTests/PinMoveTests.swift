@@ -174,6 +174,56 @@ struct PinMoveTests {
         await hostAd.stop()
     }
 
+    @Test("a configured https name is followed where it resolves only once the server there passes the TLS check for it, and only then gets the token")
+    func configuredHTTPSFollowed() async throws {
+        _ = try RealAvahi()
+        let host = "tls-\(UUID().uuidString.prefix(6).lowercased()).local"
+        for address in Self.extra { try await Self.addAddress(address) }
+        defer { for address in Self.extra { Self.removeAddress(address) } }
+        let trusted = try TestCertificate.make(name: host, subjectAltName: "DNS:\(host)")
+        let stranger = try TestCertificate.make(name: host, subjectAltName: "DNS:\(host)")
+        let token = "tok-\(UUID().uuidString)"
+        let first = try await TestServer.start(token: token, host: "198.51.100.2", tls: trusted)
+        let port = first.port
+        var hostAd = try await AvahiPublisher.address(host: host, "198.51.100.2")
+        let config: JSONValue = ["name": "hall-pi", "transport": "record",
+                                 "server": ["url": .string("https://\(host):\(port)"), "retryMs": 1000],
+                                 "audio": ["input": "testmic", "output": "testspeaker"]]
+        // The certificate is its own authority: the one a server must show for the name.
+        let daemon = try await DaemonHarness.start(config: config, token: token, environment: ["SSL_CERT_FILE": trusted.certificate])
+        let watch = try await Watcher.start(daemon)
+        #expect(try await daemon.result("ask", "is the house there")["status"] == "completed")
+
+        // The name is answered elsewhere by a server whose certificate is not trusted for it: not followed.
+        await first.shutdown()
+        await hostAd.stop()
+        let hostile = try await TestServer.start(token: token, host: "198.51.100.3", tls: stranger, port: port)
+        defer { hostile.stop() }
+        hostAd = try await AvahiPublisher.address(host: host, "198.51.100.3")
+        #expect(try await daemon.result("ask", "is anyone there")["error"] == "server_unreachable")
+        let refused = await watch.notice("its name now resolves to it at 198.51.100.3", "It was not followed (it did not prove itself there")
+        #expect(refused != nil)
+
+        // Then at an address where the server shows the certificate trusted for the name: followed.
+        await hostAd.stop()
+        let moved = try await TestServer.start(token: token, host: "198.51.100.4", tls: trusted, port: port)
+        defer { moved.stop() }
+        hostAd = try await AvahiPublisher.address(host: host, "198.51.100.4")
+        let notice = await watch.notice("no longer answers at 198.51.100.2", "resolves to it at 198.51.100.4", "following it there")
+        #expect(notice?["from_addresses"] == "198.51.100.2" && notice?["to_addresses"] == "198.51.100.4", "\(String(describing: notice))")
+        let kept = try JSONValue.parse(try FileSystem.read(daemon.stateDirectory + "/configured.json"))
+        #expect(kept["addresses"] == ["198.51.100.4"], "\(kept)")
+        let answered = try await daemon.result("ask", "are you back")
+        #expect(answered["status"] == "completed", "\(answered)")
+        let got = try await moved.requests()
+        // Proved before the token: /health alone first, the token only after the move.
+        #expect(got.first?["path"] == "/health" && got.first?["credential"] == .null, "\(got)")
+        #expect(got.contains { $0["path"] == "/ask" && $0["tokenOk"] == true }, "\(got)")
+        #expect(await daemon.stop() == 0)
+        #expect(try await hostile.requests().isEmpty, "the server that could not prove itself was sent a request")
+        await hostAd.stop()
+    }
+
     @Test("a name that resolves elsewhere is not followed; its own instance's announcement is, and the journal names both addresses")
     func followed() async throws { try await moves(followMoves: true) }
 
