@@ -35,6 +35,21 @@ struct PinMoveTests {
         process.waitUntilExit()
     }
 
+    /// A daemon whose server.url names `host`, which stands for 198.51.100.2, where the first server answers.
+    static func startConfigured(host: String, followMoves: Bool? = nil, tls: TestCertificate? = nil,
+                                environment: [String: String] = [:]) async throws
+        -> (token: String, first: TestServer, hostAd: AvahiPublisher, daemon: DaemonHarness) {
+        let token = "tok-\(UUID().uuidString)"
+        let first = try await TestServer.start(token: token, host: "198.51.100.2", tls: tls)
+        let hostAd = try await AvahiPublisher.address(host: host, "198.51.100.2")
+        var server: [String: JSONValue] = ["url": .string("\(tls == nil ? "http" : "https")://\(host):\(first.port)"), "retryMs": 1000]
+        if let followMoves { server["followMoves"] = .bool(followMoves) }
+        let config: JSONValue = ["name": "hall-pi", "transport": "record", "server": .object(server),
+                                 "audio": ["input": "testmic", "output": "testspeaker"]]
+        let daemon = try await DaemonHarness.start(config: config, token: token, environment: environment)
+        return (token, first, hostAd, daemon)
+    }
+
     func moves(followMoves: Bool) async throws {
         _ = try RealAvahi()
         for address in Self.extra { try await Self.addAddress(address) }
@@ -104,14 +119,9 @@ struct PinMoveTests {
         let host = "conf-\(UUID().uuidString.prefix(6).lowercased()).local"
         for address in Self.extra { try await Self.addAddress(address) }
         defer { for address in Self.extra { Self.removeAddress(address) } }
-        let token = "tok-\(UUID().uuidString)"
-        let first = try await TestServer.start(token: token, host: "198.51.100.2")
+        let (token, first, firstAd, daemon) = try await Self.startConfigured(host: host)
         let port = first.port
-        var hostAd = try await AvahiPublisher.address(host: host, "198.51.100.2")
-        let config: JSONValue = ["name": "hall-pi", "transport": "record",
-                                 "server": ["url": .string("http://\(host):\(port)"), "retryMs": 1000],
-                                 "audio": ["input": "testmic", "output": "testspeaker"]]
-        let daemon = try await DaemonHarness.start(config: config, token: token)
+        var hostAd = firstAd
         let answered = try await daemon.result("ask", "is the house there")
         #expect(answered["status"] == "completed", "\(answered)")
 
@@ -140,14 +150,9 @@ struct PinMoveTests {
         let host = "move-\(UUID().uuidString.prefix(6).lowercased()).local"
         for address in Self.extra { try await Self.addAddress(address) }
         defer { for address in Self.extra { Self.removeAddress(address) } }
-        let token = "tok-\(UUID().uuidString)"
-        let first = try await TestServer.start(token: token, host: "198.51.100.2")
+        let (token, first, firstAd, daemon) = try await Self.startConfigured(host: host, followMoves: followMoves)
         let port = first.port
-        var hostAd = try await AvahiPublisher.address(host: host, "198.51.100.2")
-        let config: JSONValue = ["name": "hall-pi", "transport": "record",
-                                 "server": ["url": .string("http://\(host):\(port)"), "retryMs": 1000, "followMoves": .bool(followMoves)],
-                                 "audio": ["input": "testmic", "output": "testspeaker"]]
-        let daemon = try await DaemonHarness.start(config: config, token: token)
+        var hostAd = firstAd
         let watch = try await Watcher.start(daemon)
         #expect(try await daemon.result("ask", "is the house there")["status"] == "completed")
 
@@ -182,15 +187,11 @@ struct PinMoveTests {
         defer { for address in Self.extra { Self.removeAddress(address) } }
         let trusted = try TestCertificate.make(name: host, subjectAltName: "DNS:\(host)")
         let stranger = try TestCertificate.make(name: host, subjectAltName: "DNS:\(host)")
-        let token = "tok-\(UUID().uuidString)"
-        let first = try await TestServer.start(token: token, host: "198.51.100.2", tls: trusted)
-        let port = first.port
-        var hostAd = try await AvahiPublisher.address(host: host, "198.51.100.2")
-        let config: JSONValue = ["name": "hall-pi", "transport": "record",
-                                 "server": ["url": .string("https://\(host):\(port)"), "retryMs": 1000],
-                                 "audio": ["input": "testmic", "output": "testspeaker"]]
         // The certificate is its own authority: the one a server must show for the name.
-        let daemon = try await DaemonHarness.start(config: config, token: token, environment: ["SSL_CERT_FILE": trusted.certificate])
+        let (token, first, firstAd, daemon) = try await Self.startConfigured(host: host, tls: trusted,
+                                                                             environment: ["SSL_CERT_FILE": trusted.certificate])
+        let port = first.port
+        var hostAd = firstAd
         let watch = try await Watcher.start(daemon)
         #expect(try await daemon.result("ask", "is the house there")["status"] == "completed")
 
