@@ -124,6 +124,22 @@ struct DoctorRulesTests {
         #expect(configured.fix?.hasPrefix("getent hosts den.local") == true)
     }
 
+    @Test("a move that waits fails, with what to run: use, or remove configured.json and restart")
+    func moveWaits() {
+        let waits = PinMoves.Decision.wait(from: ["10.0.0.2"], to: ["10.0.0.9"], why: "server.followMoves is false")
+        let pinned = DoctorRules.serverPinned(DoctorRules.InUse(url: "https://den.local:8443", name: "den", how: .manual, move: waits))
+        #expect(pinned.status == .fail && pinned.detail.contains("no longer answers at 10.0.0.2"))
+        #expect(pinned.detail.contains("announces it at 10.0.0.9. It was not followed (server.followMoves is false)"))
+        #expect(pinned.fix == "parlourctl use https://den.local:8443   # or pair again")
+        let configured = DoctorRules.serverPinned(DoctorRules.InUse(url: "https://den.local:8443", name: "den.local", how: .configured,
+                                                                    move: waits, configuredFile: "/var/lib/p/configured.json"))
+        #expect(configured.status == .fail && configured.detail.contains("its name now resolves to it at 10.0.0.9"))
+        #expect(configured.fix?.hasPrefix("rm /var/lib/p/configured.json && sudo systemctl restart parlour-satellite") == true)
+        let followed = DoctorRules.serverPinned(DoctorRules.InUse(url: "https://den.local:8443", name: "den", how: .manual,
+                                                                  move: .follow(from: ["10.0.0.2"], to: ["10.0.0.9"])))
+        #expect(followed.status == .ok)
+    }
+
     @Test("plain http warns unless it stays on this machine; https is ok", arguments: [
         ("http://den.local:8765", true), ("http://10.0.0.2", true), ("http://[2001:db8::1]:8765", true),
         ("http://127.0.0.1:8765", false), ("http://localhost:8765", false), ("http://[::1]:8765", false),

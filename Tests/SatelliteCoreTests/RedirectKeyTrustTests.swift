@@ -150,6 +150,54 @@ struct PinMovesTests {
         #expect(PinMoves.decide(bare, pinnedAnswers: false, announced: Self.announced(["198.51.100.4"]), followMoves: true) == .stay)
     }
 
+    static func configured(_ url: String) -> Pin {
+        var pin = Pin(url: url, name: "house.local", how: .configured, pinnedAt: WallTime(seconds: 0))
+        pin.addresses = ["198.51.100.2"]
+        return pin
+    }
+
+    @Test("a configured name resolving elsewhere, the kept address silent: https proves itself first, plain http waits", arguments: [
+        (configured("https://house.local:8443"), false, ["198.51.100.4"], true,
+         PinMoves.Decision.prove(from: ["198.51.100.2"], to: ["198.51.100.4"])),
+        (configured("http://house.local:8765"), false, ["198.51.100.4"], true,
+         .wait(from: ["198.51.100.2"], to: ["198.51.100.4"], why: "on plain http a name that resolves elsewhere proves nothing")),
+        (configured("https://house.local:8443"), false, ["198.51.100.4"], false,
+         .wait(from: ["198.51.100.2"], to: ["198.51.100.4"], why: "server.followMoves is false")),
+        (configured("https://house.local:8443"), true, ["198.51.100.4"], true, .stay),
+        (configured("https://house.local:8443"), false, ["198.51.100.2"], true, .stay),
+        (configured("https://house.local:8443"), false, ["198.51.100.2", "198.51.100.4"], true, .stay),
+        (configured("https://house.local:8443"), false, [], true, .stay),
+        (configured("https://house.local:8443"), false, ["fe80::1%lo"], true, .stay),
+        (configured("https://198.51.100.2:8443"), false, ["198.51.100.4"], true, .stay),
+        (base, false, ["198.51.100.4"], true, .stay),
+    ] as [(Pin, Bool, [String], Bool, PinMoves.Decision)])
+    func decideConfigured(pin: Pin, answers: Bool, resolved: [String], follow: Bool, decision: PinMoves.Decision) {
+        #expect(PinMoves.decideConfigured(pin, pinnedAnswers: answers, resolved: resolved, followMoves: follow) == decision)
+    }
+
+    @Test("a configured pin without addresses never moves, and a move that waits says what to run")
+    func configuredNotice() {
+        var bare = Self.configured("https://house.local:8443")
+        bare.addresses = []
+        #expect(PinMoves.decideConfigured(bare, pinnedAnswers: false, resolved: ["198.51.100.4"], followMoves: true) == .stay)
+        let http = Self.configured("http://house.local:8765")
+        let waits = PinMoves.decideConfigured(http, pinnedAnswers: false, resolved: ["198.51.100.4"], followMoves: true)
+        guard case .notice(_, let message, let fields) = PinMoves.notice(waits, pin: http, configuredFile: "/var/lib/x/configured.json") else {
+            Issue.record("no notice")
+            return
+        }
+        #expect(message.contains("no longer answers at 198.51.100.2, and its name now resolves to it at 198.51.100.4"))
+        #expect(message.contains("rm /var/lib/x/configured.json && sudo systemctl restart parlour-satellite"))
+        #expect(fields["from_addresses"] == "198.51.100.2" && fields["to_addresses"] == "198.51.100.4")
+        #expect(PinMoves.notice(.prove(from: ["198.51.100.2"], to: ["198.51.100.4"]), pin: http, configuredFile: "c") == nil)
+        let pinned = PinMoves.notice(.wait(from: ["198.51.100.2"], to: ["198.51.100.4"], why: "x"), pin: Self.base, configuredFile: "c")
+        guard case .notice(_, let other, _) = pinned else {
+            Issue.record("no notice")
+            return
+        }
+        #expect(other.contains("its own Bonjour instance announces it at 198.51.100.4") && other.contains("parlourctl use http://house.local:8765"))
+    }
+
     @Test("pin.json keeps the addresses and the instance, and refuses addresses that are not addresses")
     func codec() throws {
         let text = String(decoding: Self.base.fileData, as: UTF8.self)

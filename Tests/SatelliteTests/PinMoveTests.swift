@@ -35,6 +35,21 @@ struct PinMoveTests {
         process.waitUntilExit()
     }
 
+    /// A daemon whose server.url names `host`, which stands for 198.51.100.2, where the first server answers.
+    static func startConfigured(host: String, followMoves: Bool? = nil, tls: TestCertificate? = nil,
+                                environment: [String: String] = [:]) async throws
+        -> (token: String, first: TestServer, hostAd: AvahiPublisher, daemon: DaemonHarness) {
+        let token = "tok-\(UUID().uuidString)"
+        let first = try await TestServer.start(token: token, host: "198.51.100.2", tls: tls)
+        let hostAd = try await AvahiPublisher.address(host: host, "198.51.100.2")
+        var server: [String: JSONValue] = ["url": .string("\(tls == nil ? "http" : "https")://\(host):\(first.port)"), "retryMs": 1000]
+        if let followMoves { server["followMoves"] = .bool(followMoves) }
+        let config: JSONValue = ["name": "hall-pi", "transport": "record", "server": .object(server),
+                                 "audio": ["input": "testmic", "output": "testspeaker"]]
+        let daemon = try await DaemonHarness.start(config: config, token: token, environment: environment)
+        return (token, first, hostAd, daemon)
+    }
+
     func moves(followMoves: Bool) async throws {
         _ = try RealAvahi()
         for address in Self.extra { try await Self.addAddress(address) }
@@ -104,14 +119,9 @@ struct PinMoveTests {
         let host = "conf-\(UUID().uuidString.prefix(6).lowercased()).local"
         for address in Self.extra { try await Self.addAddress(address) }
         defer { for address in Self.extra { Self.removeAddress(address) } }
-        let token = "tok-\(UUID().uuidString)"
-        let first = try await TestServer.start(token: token, host: "198.51.100.2")
+        let (token, first, firstAd, daemon) = try await Self.startConfigured(host: host)
         let port = first.port
-        var hostAd = try await AvahiPublisher.address(host: host, "198.51.100.2")
-        let config: JSONValue = ["name": "hall-pi", "transport": "record",
-                                 "server": ["url": .string("http://\(host):\(port)"), "retryMs": 1000],
-                                 "audio": ["input": "testmic", "output": "testspeaker"]]
-        let daemon = try await DaemonHarness.start(config: config, token: token)
+        var hostAd = firstAd
         let answered = try await daemon.result("ask", "is the house there")
         #expect(answered["status"] == "completed", "\(answered)")
 
@@ -131,6 +141,87 @@ struct PinMoveTests {
         #expect(await again.stop() == 0)
         let seen = try await hostile.requests().filter { $0["tokenOk"] != false }
         #expect(seen.isEmpty, "the server the configured name moved to was sent the house's token: \(seen)")
+        await hostAd.stop()
+    }
+
+    @Test("a configured http name that resolves elsewhere while the kept address is silent is not followed, whatever server.followMoves says: the journal and doctor say what to run", arguments: [true, false])
+    func configuredMoveWaits(followMoves: Bool) async throws {
+        _ = try RealAvahi()
+        let host = "move-\(UUID().uuidString.prefix(6).lowercased()).local"
+        for address in Self.extra { try await Self.addAddress(address) }
+        defer { for address in Self.extra { Self.removeAddress(address) } }
+        let (token, first, firstAd, daemon) = try await Self.startConfigured(host: host, followMoves: followMoves)
+        let port = first.port
+        var hostAd = firstAd
+        let watch = try await Watcher.start(daemon)
+        #expect(try await daemon.result("ask", "is the house there")["status"] == "completed")
+
+        await first.shutdown()
+        await hostAd.stop()
+        let other = try await TestServer.start(token: token, host: "198.51.100.3", port: port)
+        defer { other.stop() }
+        hostAd = try await AvahiPublisher.address(host: host, "198.51.100.3")
+        // A request finds the kept address silent; the name is looked up again on the next retry.
+        #expect(try await daemon.result("ask", "is anyone there")["error"] == "server_unreachable")
+        let why = followMoves ? "on plain http a name that resolves elsewhere proves nothing" : "server.followMoves is false"
+        let notice = await watch.notice("no longer answers at 198.51.100.2", "its name now resolves to it at 198.51.100.3",
+                                        "It was not followed (\(why))", "configured.json")
+        #expect(notice?["from_addresses"] == "198.51.100.2" && notice?["to_addresses"] == "198.51.100.3", "\(String(describing: notice))")
+        let doctor = try await daemon.result("doctor")
+        let check = doctor["response"]?["checks"]?.arrayValue?.first { $0["name"] == "server_pinned" }
+        #expect(check?["status"] == "fail" && check?["detail"]?.stringValue?.contains("It was not followed") == true, "\(String(describing: check))")
+        #expect(check?["fix"]?.stringValue?.hasPrefix("rm \(daemon.stateDirectory)/configured.json && sudo systemctl restart") == true,
+                "\(String(describing: check))")
+        #expect(try await daemon.result("ask", "is anyone there")["error"] == "server_unreachable")
+        #expect(await daemon.stop() == 0)
+        let seen = try await other.requests().filter { $0["tokenOk"] != false }
+        #expect(seen.isEmpty, "the server the configured name moved to was sent the house's token: \(seen)")
+        await hostAd.stop()
+    }
+
+    @Test("a configured https name is followed where it resolves only once the server there passes the TLS check for it, and only then gets the token")
+    func configuredHTTPSFollowed() async throws {
+        _ = try RealAvahi()
+        let host = "tls-\(UUID().uuidString.prefix(6).lowercased()).local"
+        for address in Self.extra { try await Self.addAddress(address) }
+        defer { for address in Self.extra { Self.removeAddress(address) } }
+        let trusted = try TestCertificate.make(name: host, subjectAltName: "DNS:\(host)")
+        let stranger = try TestCertificate.make(name: host, subjectAltName: "DNS:\(host)")
+        // The certificate is its own authority: the one a server must show for the name.
+        let (token, first, firstAd, daemon) = try await Self.startConfigured(host: host, tls: trusted,
+                                                                             environment: ["SSL_CERT_FILE": trusted.certificate])
+        let port = first.port
+        var hostAd = firstAd
+        let watch = try await Watcher.start(daemon)
+        #expect(try await daemon.result("ask", "is the house there")["status"] == "completed")
+
+        // The name is answered elsewhere by a server whose certificate is not trusted for it: not followed.
+        await first.shutdown()
+        await hostAd.stop()
+        let hostile = try await TestServer.start(token: token, host: "198.51.100.3", tls: stranger, port: port)
+        defer { hostile.stop() }
+        hostAd = try await AvahiPublisher.address(host: host, "198.51.100.3")
+        #expect(try await daemon.result("ask", "is anyone there")["error"] == "server_unreachable")
+        let refused = await watch.notice("its name now resolves to it at 198.51.100.3", "It was not followed (it did not prove itself there")
+        #expect(refused != nil)
+
+        // Then at an address where the server shows the certificate trusted for the name: followed.
+        await hostAd.stop()
+        let moved = try await TestServer.start(token: token, host: "198.51.100.4", tls: trusted, port: port)
+        defer { moved.stop() }
+        hostAd = try await AvahiPublisher.address(host: host, "198.51.100.4")
+        let notice = await watch.notice("no longer answers at 198.51.100.2", "resolves to it at 198.51.100.4", "following it there")
+        #expect(notice?["from_addresses"] == "198.51.100.2" && notice?["to_addresses"] == "198.51.100.4", "\(String(describing: notice))")
+        let kept = try JSONValue.parse(try FileSystem.read(daemon.stateDirectory + "/configured.json"))
+        #expect(kept["addresses"] == ["198.51.100.4"], "\(kept)")
+        let answered = try await daemon.result("ask", "are you back")
+        #expect(answered["status"] == "completed", "\(answered)")
+        let got = try await moved.requests()
+        // Proved before the token: /health alone first, the token only after the move.
+        #expect(got.first?["path"] == "/health" && got.first?["credential"] == .null, "\(got)")
+        #expect(got.contains { $0["path"] == "/ask" && $0["tokenOk"] == true }, "\(got)")
+        #expect(await daemon.stop() == 0)
+        #expect(try await hostile.requests().isEmpty, "the server that could not prove itself was sent a request")
         await hostAd.stop()
     }
 

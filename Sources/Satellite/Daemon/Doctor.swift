@@ -54,7 +54,10 @@ public struct Doctor: Sendable {
         async let token = tokenCheck()
         let (tokenFound, certificateRefused) = await token
         let speaker = await speakerCheck(user: user)
-        let inUse = await parts.pin.current().map { DoctorRules.InUse(url: $0.url, name: $0.name, how: $0.how, placed: $0.isPlaced) }
+        let move = await parts.pin.move
+        let inUse = await parts.pin.current().map {
+            DoctorRules.InUse(url: $0.url, name: $0.name, how: $0.how, placed: $0.isPlaced, move: move, configuredFile: parts.pin.configuredFile)
+        }
         let available = await parts.discovery.available
         let seen = await parts.discovery.servers.map { (name: $0.name, url: $0.url) }
         return DoctorReport([

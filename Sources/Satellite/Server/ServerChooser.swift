@@ -45,8 +45,6 @@ public actor ServerChooser {
     private var queued: [CheckedContinuation<Void, Never>] = []
     /// Counts the commands asked for, so that a search under way sees that one came.
     private var asked = 0
-    /// The last move decided, so each is said once.
-    private var lastMove = PinMoves.Decision.stay
 
     public init(pin: ServerPin, discovery: Discovery, link: Link, bus: EventBus, stateDirectory: String, retryMs: Int,
                 followMoves: Bool = true) {
@@ -81,6 +79,7 @@ public actor ServerChooser {
                     try? await Task.sleep(for: self.retry)
                     // A configured name that did not resolve at start (mDNS not up yet) is looked up again until it does.
                     if await self.pin.placeConfigured() { await self.link.follow(await self.pin.current()) }
+                    await self.followConfiguredName()
                     await self.search()
                 }
             }
@@ -300,16 +299,46 @@ public actor ServerChooser {
     /// With the pinned server silent, follows it where its own Bonjour instance now announces it,
     /// when PinMoves allows; otherwise the journal says why not, once per place.
     private func followMove() async {
-        guard let current = await pin.current(), current.how != .configured else { return }
+        guard let current = await pin.current() else { return }
+        guard current.how != .configured else {
+            // Its name is looked up again on the retry tick while it is silent; answering, nothing moved.
+            if pinnedAnswers { await decided(.stay, pin: current) }
+            return
+        }
         let announced = found.map { PinMoves.Announcement(instance: $0.name, port: $0.port, addresses: $0.addresses) }
-        let decision = PinMoves.decide(current, pinnedAnswers: pinnedAnswers, announced: announced, followMoves: followMoves)
-        guard decision != lastMove else { return }
-        lastMove = decision
+        await decided(PinMoves.decide(current, pinnedAnswers: pinnedAnswers, announced: announced, followMoves: followMoves),
+                      pin: current)
+    }
+
+    /// With the configured server silent at its kept addresses, looks its name up again and
+    /// follows it where PinMoves allows: on https only once the server there has passed the TLS
+    /// check for its name at the new addresses, asked for /health alone (no token).
+    private func followConfiguredName() async {
+        guard !pinnedAnswers, let current = await pin.current(), current.how == .configured, current.isPlaced,
+              let host = ServerAddress(current.url)?.host, !PinMoves.isAddress(host) else { return }
+        let resolved = await NameLookup.addresses(of: host)
+        var decision = PinMoves.decideConfigured(current, pinnedAnswers: pinnedAnswers, resolved: resolved, followMoves: followMoves)
+        if case .prove(let from, let to) = decision {
+            switch await link.vet(current.url, token: nil, healthOnly: true, key: current.key, addresses: to) {
+            case .success: decision = .follow(from: from, to: to)
+            case .failure(let failed): decision = .wait(from: from, to: to, why: "it did not prove itself there: \(failed.message)")
+            }
+        }
+        // The server answered again meanwhile: it did not move.
+        guard !pinnedAnswers else { return }
+        await decided(decision, pin: current)
+    }
+
+    /// Acts on a move decided for `current`, once per decision: follows it, or says why not.
+    private func decided(_ decision: PinMoves.Decision, pin current: Pin) async {
+        guard decision != (await pin.move) else { return }
+        await pin.decided(decision)
         if case .follow(_, let to) = decision {
-            guard let moved = try? await pin.move(to: to) else { return }
+            let moved = current.how == .configured ? await pin.moveConfigured(to: to) : try? await pin.move(to: to)
+            guard let moved else { return }
             await follow(moved)
         }
-        if let notice = PinMoves.notice(decision, pin: current) { bus.publish(notice) }
+        if let notice = PinMoves.notice(decision, pin: current, configuredFile: pin.configuredFile) { bus.publish(notice) }
     }
 
     // MARK: One change at a time
@@ -343,7 +372,7 @@ public actor ServerChooser {
 
     private func follow(_ pinned: Pin?) async {
         newcomers.forget()
-        lastMove = .stay
+        await pin.decided(.stay)
         pinnedAnswers = true
         await link.follow(pinned)
     }

@@ -19,7 +19,11 @@ public actor ServerPin {
     /// What a configured server's name stood for when it first resolved (empty until then), kept in
     /// <state>/configured.json, so that a restart does not ask the name again.
     private var configuredAddresses: [String] = []
-    private let configuredFile: String
+    /// configured.json's path.
+    public nonisolated let configuredFile: String
+    /// The last move of the server in use decided (ServerChooser), for doctor: one that waits
+    /// is a person's to make.
+    public private(set) var move = PinMoves.Decision.stay
     private let bus: EventBus
     private let now: @Sendable () -> WallTime
     private let startedAt: WallTime
@@ -71,8 +75,24 @@ public actor ServerPin {
               let address = ServerAddress(url), !PinMoves.isAddress(address.host) else { return false }
         let found = PinMoves.pinnable(host: address.host, resolved: await NameLookup.addresses(of: address.host))
         guard configuredAddresses.isEmpty, !found.isEmpty else { return false }
-        configuredAddresses = found
-        let placed: JSONValue = ["url": .string(url), "addresses": .array(found.map(JSONValue.string))]
+        await keepConfigured(url: url, addresses: found)
+        bus.notice(.info, "The configured server \(address.host) is reached at \(found.joined(separator: ", ")) from now on "
+                   + "(kept in \(configuredFile); remove it to look the name up again).",
+                   ["addresses": found.joined(separator: ",")])
+        return true
+    }
+
+    /// The configured server followed to `addresses` (PinMoves decided so, and it proved itself there).
+    public func moveConfigured(to addresses: [String]) async -> Pin? {
+        guard let url = configuredURL.map({ $0.trimmed() }), current()?.how == .configured, !addresses.isEmpty else { return nil }
+        await keepConfigured(url: url, addresses: addresses)
+        return current()
+    }
+
+    /// Records where the configured server is, for this run and in configured.json.
+    private func keepConfigured(url: String, addresses: [String]) async {
+        configuredAddresses = addresses
+        let placed: JSONValue = ["url": .string(url), "addresses": .array(addresses.map(JSONValue.string))]
         do {
             try await thread.run(throwing: { [stateDirectory, configuredFile, data = Array((placed.text + "\n").utf8)] () throws(AtomicFile.Failure) in
                 try AtomicFile.makeFolder(stateDirectory, mode: 0o700)
@@ -82,10 +102,11 @@ public actor ServerPin {
             // Kept for this run all the same; the next start looks the name up again.
             bus.notice(.warning, error.satelliteError("The configured server's addresses could not be saved").message, ["file": configuredFile])
         }
-        bus.notice(.info, "The configured server \(address.host) is reached at \(found.joined(separator: ", ")) from now on "
-                   + "(kept in \(configuredFile); remove it to look the name up again).",
-                   ["addresses": found.joined(separator: ",")])
-        return true
+    }
+
+    /// ServerChooser's latest decision about a move of the server in use.
+    public func decided(_ move: PinMoves.Decision) {
+        self.move = move
     }
 
     /// Pins `url` with the token of `tokenSource` (nil: none) and writes pin.json. Refused when

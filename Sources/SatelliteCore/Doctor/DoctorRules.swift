@@ -153,12 +153,19 @@ public enum DoctorRules {
         public var how: PinHow
         /// Whether the pin says where the server is (Pin.isPlaced): one that does not is sent no token.
         public var placed: Bool
+        /// The last move decided for it (a `.wait` is a person's to make), and where a configured
+        /// server's addresses are kept (what to remove to look its name up again).
+        public var move: PinMoves.Decision
+        public var configuredFile: String
 
-        public init(url: String, name: String, how: PinHow, placed: Bool = true) {
+        public init(url: String, name: String, how: PinHow, placed: Bool = true, move: PinMoves.Decision = .stay,
+                    configuredFile: String = "configured.json") {
             self.url = url
             self.name = name
             self.how = how
             self.placed = placed
+            self.move = move
+            self.configuredFile = configuredFile
         }
     }
 
@@ -212,6 +219,12 @@ public enum DoctorRules {
                 : DoctorCheck(.serverPinned, .fail,
                     "\(found) The pin holds no address for \(host), so it is sent no token: the name would be looked up "
                         + "afresh for each request, and whoever answered for it would get the token.", fix: "parlourctl use \(inUse.url)")
+        }
+        if case .wait(let from, let to, let why) = inUse.move {
+            return DoctorCheck(.serverPinned, .fail,
+                "\(found) It no longer answers at \(from.joined(separator: ", ")), and \(PinMoves.seen(inUse.how)) at "
+                    + "\(to.joined(separator: ", ")). It was not followed (\(why)) and nothing was sent there.",
+                fix: PinMoves.fix(url: inUse.url, how: inUse.how, configuredFile: inUse.configuredFile))
         }
         guard crossesInClear(inUse.url) else { return DoctorCheck(.serverPinned, .ok, found) }
         let proxy = "once Parlour is behind an https reverse proxy (a self-signed one will do: the satellite pins its key)"

@@ -4,7 +4,10 @@
 // moves is followed only on proof. Easy to get wrong: a name that merely
 // resolves elsewhere proves nothing, and on plain http nothing but the pinned
 // Bonjour instance announcing the new address, while the old one is silent,
-// counts; on https the pinned key proves the server wherever it is.
+// counts; on https the pinned key proves the server wherever it is. A server
+// configured by name has no instance: on http its name resolving elsewhere is
+// never followed, on https the certificate checked for the name at the new
+// addresses proves it (or the pinned key, when there is one).
 import Glibc
 
 /// The pure rules of addresses and moves.
@@ -44,6 +47,9 @@ public enum PinMoves {
         case follow(from: [String], to: [String])
         /// It was announced elsewhere, but it may not be followed: a person decides. `why` says what.
         case wait(from: [String], to: [String], why: String)
+        /// The configured https server's name resolves there now: follow it once it proves itself
+        /// there (the normal TLS check for its name, before any token); `.wait` when it does not.
+        case prove(from: [String], to: [String])
     }
 
     /// With the pinned server silent (`pinnedAnswers` false), whether to follow its instance's
@@ -65,23 +71,52 @@ public enum PinMoves {
         return .follow(from: pin.addresses, to: to)
     }
 
-    /// The journal line for a decision that is not `.stay`.
-    public static func notice(_ decision: Decision, pin: Pin) -> SatelliteEvent? {
+    /// With the configured server silent at its kept addresses, whether to follow its name,
+    /// which now resolves to `resolved`. Plain http: never (whoever answers for a name gets it);
+    /// https: once the server there proves itself; `followMoves` false makes every move wait.
+    public static func decideConfigured(_ pin: Pin, pinnedAnswers: Bool, resolved: [String], followMoves: Bool) -> Decision {
+        guard !pinnedAnswers, pin.how == .configured, !pin.addresses.isEmpty, let address = ServerAddress(pin.url) else { return .stay }
+        let to = pinnable(host: address.host, resolved: resolved)
+        // Still standing at one of its addresses: the server is down, not moved.
+        guard !to.isEmpty, Set(to).isDisjoint(with: pin.addresses) else { return .stay }
+        if !followMoves {
+            return .wait(from: pin.addresses, to: to, why: "server.followMoves is false")
+        }
+        if address.scheme != "https" {
+            return .wait(from: pin.addresses, to: to, why: "on plain http a name that resolves elsewhere proves nothing")
+        }
+        return .prove(from: pin.addresses, to: to)
+    }
+
+    /// What a person runs to move the pin where it was seen.
+    public static func fix(url: String, how: PinHow, configuredFile: String) -> String {
+        how == .configured
+            ? "rm \(configuredFile) && \(DoctorRules.restart)   # the name is then looked up afresh"
+            : "parlourctl use \(url)   # or pair again"
+    }
+
+    /// The journal line for a decision that is not `.stay` (nor `.prove`, which ends in one of the others).
+    public static func notice(_ decision: Decision, pin: Pin, configuredFile: String) -> SatelliteEvent? {
         let fields = { (from: [String], to: [String]) in
             ["server_url": pin.url, "from_addresses": from.joined(separator: " "), "to_addresses": to.joined(separator: " ")]
         }
         switch decision {
-        case .stay:
+        case .stay, .prove:
             return nil
         case .follow(let from, let to):
             return .notice(.notice,
-                "The pinned server \(pin.name) (\(pin.url)) no longer answers at \(from.joined(separator: ", ")), and its own "
-                    + "Bonjour instance announces it at \(to.joined(separator: ", ")): following it there.", fields: fields(from, to))
+                "The pinned server \(pin.name) (\(pin.url)) no longer answers at \(from.joined(separator: ", ")), and \(seen(pin.how)) "
+                    + "at \(to.joined(separator: ", ")): following it there.", fields: fields(from, to))
         case .wait(let from, let to, let why):
             return .notice(.warning,
-                "The pinned server \(pin.name) (\(pin.url)) no longer answers at \(from.joined(separator: ", ")), and its Bonjour "
-                    + "instance announces it at \(to.joined(separator: ", ")). It was not followed (\(why)) and nothing was sent "
-                    + "there. To move to it: parlourctl use \(pin.url), or pair again.", fields: fields(from, to))
+                "The pinned server \(pin.name) (\(pin.url)) no longer answers at \(from.joined(separator: ", ")), and \(seen(pin.how)) "
+                    + "at \(to.joined(separator: ", ")). It was not followed (\(why)) and nothing was sent there. To move to it: "
+                    + fix(url: pin.url, how: pin.how, configuredFile: configuredFile), fields: fields(from, to))
         }
+    }
+
+    /// Who said where the server is now.
+    static func seen(_ how: PinHow) -> String {
+        how == .configured ? "its name now resolves to it" : "its own Bonjour instance announces it"
     }
 }
