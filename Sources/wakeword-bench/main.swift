@@ -76,7 +76,7 @@ for path in arguments.dropFirst(2) {
     var audio = samples(path)
     var levels = ""
     if let played {
-        guard let canceller = EchoCanceller(processing, filterLength: filterLength, suppression: suppression, notice: { _, _ in }) else {
+        guard let canceller = EchoCanceller(processing, filterLength: filterLength, suppression: suppression, notice: { _, _, _ in }) else {
             fail("the processing could not be set up")
         }
         let heard = audio

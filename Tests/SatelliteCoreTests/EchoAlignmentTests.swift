@@ -132,6 +132,21 @@ import Testing
         #expect(alignment.delay == nil)
     }
 
+    @Test func eachSidePlacedAfreshIsToldOnceWithHowFarItMoved() {
+        var alignment = EchoAlignment()
+        alignment.played([Int16](repeating: 7, count: 320), at: 0)
+        _ = alignment.heard([Int16](repeating: 1, count: 320), at: 5)
+        #expect(alignment.takePlacements() == [.init(speaker: true, by: nil), .init(speaker: false, by: nil)])
+        // Within two periods the sides run on; beyond, they are placed afresh, and told so.
+        alignment.played([Int16](repeating: 8, count: 320), at: 420)
+        _ = alignment.heard([Int16](repeating: 1, count: 320), at: 325)
+        #expect(alignment.takePlacements().isEmpty)
+        alignment.played([Int16](repeating: 9, count: 320), at: 16640)
+        _ = alignment.heard([Int16](repeating: 1, count: 320), at: 20000)
+        #expect(alignment.takePlacements() == [.init(speaker: true, by: 16000), .init(speaker: false, by: 19355)])
+        #expect(alignment.takePlacements().isEmpty)
+    }
+
     @Test func silenceFromTheSpeakerMeasuresNothing() {
         var alignment = EchoAlignment()
         for p in 0..<200 {

@@ -74,7 +74,7 @@ struct EchoPeriodTests {
         try #require(length > 4 * 16000, "espeak-ng said the answer")
         let heard = room.echo(of: played)
         for period in [320, 1280, 1920] {
-            let notice: @Sendable (String, [String: String]) -> Void = { _, _ in }
+            let notice: @Sendable (Priority, String, [String: String]) -> Void = { _, _, _ in }
             guard let canceller = EchoCanceller(AudioProcessing(echoCancel: true, noiseSuppression: false, autoGain: false), notice: notice) else {
                 Issue.record("the canceller could not be made")
                 return

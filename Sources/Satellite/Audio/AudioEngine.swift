@@ -108,8 +108,9 @@ public final class AudioEngine: @unchecked Sendable {
     var isCurrent: Bool { owner.isCurrent }
 
     /// Processes what the microphone hears from its next period on (nothing, when all is off);
-    /// `notice` is told on the audio thread of a delay measured or the canceller switched off.
-    public func process(_ processing: AudioProcessing, notice: @escaping @Sendable (String, [String: String]) -> Void) {
+    /// `notice` is told on the audio thread of a delay measured or the canceller switched off (and, at
+    /// debug, of every estimate and every side placed afresh on the echo's timeline).
+    public func process(_ processing: AudioProcessing, notice: @escaping @Sendable (Priority, String, [String: String]) -> Void) {
         perform { [self] in processor = EchoCanceller(processing, notice: notice) }
     }
 

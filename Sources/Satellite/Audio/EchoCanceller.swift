@@ -83,7 +83,7 @@ public final class EchoCanceller {
     private let filterLength: Int
     private let suppression: Int32
     private var alignment = EchoAlignment()
-    private let notice: @Sendable (String, [String: String]) -> Void
+    private let notice: @Sendable (Priority, String, [String: String]) -> Void
     /// The speaker's audio at 16 kHz mono, for the playback device `speaker` of rate `resampledRate`.
     private var resampler: OpaquePointer?
     private var resampledRate = 0
@@ -112,7 +112,7 @@ public final class EchoCanceller {
 
     /// nil when everything is off (nothing is allocated, nothing runs) or the library failed.
     public init?(_ settings: AudioProcessing, filterLength: Int = EchoCanceller.filterLength, suppression: Int32 = EchoCanceller.suppression,
-                 notice: @escaping @Sendable (String, [String: String]) -> Void) {
+                 notice: @escaping @Sendable (Priority, String, [String: String]) -> Void) {
         guard !settings.isOff else { return nil }
         self.settings = settings
         self.filterLength = filterLength
@@ -223,6 +223,7 @@ public final class EchoCanceller {
         // The first frame written plays once what was queued before it has.
         let ahead = (Int64(delay) - Int64(frames)) * Int64(EchoAlignment.rate) / Int64(device.rate)
         alignment.played(reference, at: EchoAlignment.sample(atNanoseconds: now) + ahead)
+        tellPlacements()
     }
 
     /// Processes one chunk the microphone (opened on `pcm`, 16 kHz mono) read at `now`, in place.
@@ -237,8 +238,14 @@ public final class EchoCanceller {
             // to the server), as with `audio.echoCancel` off.
             chunk.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
         }
-        if let answer = measuring.state.withLock({ m in defer { m.answer = nil }; return m.answer }) { alignment.measured(answer) }
+        if let answer = measuring.state.withLock({ m in defer { m.answer = nil }; return m.answer }) {
+            notice(.debug, "Echo delay estimated.", answer.map { ["delay_ms": String($0.lag * 1000 / EchoAlignment.rate),
+                                                                   "correlation": String(Double(Int($0.correlation * 100)) / 100)] }
+                   ?? ["delay_ms": "none"])
+            alignment.measured(answer)
+        }
         let reference = wantsReference ? alignment.heard(chunk, at: start) : [Int16](repeating: 0, count: count)
+        tellPlacements()
         if let input = alignment.takeMeasurement(), measuring.state.withLock({ m in defer { m.running = true }; return !m.running }) {
             // About 2 ms of a core: not on the audio thread, which has a period to keep, nor on Swift's
             // pool, which has two threads here; on a spare thread (the last measurement's, mostly).
@@ -250,10 +257,20 @@ public final class EchoCanceller {
         }
         if alignment.delay != lastDelay, let delay = alignment.delay {
             lastDelay = delay
-            notice("Echo delay measured.", ["delay_ms": String(delay * 1000 / EchoAlignment.rate),
+            notice(.info, "Echo delay measured.", ["delay_ms": String(delay * 1000 / EchoAlignment.rate),
                                             "speaker": speakerName ?? "", "microphone": microphoneName ?? ""])
         }
         process(&chunk, reference: reference)
+    }
+
+    /// A side placed afresh moves the echo's path with it, for all the timeline knows: the journal
+    /// says so (debug), beside each delay estimated, so a later answer's path can be followed.
+    private func tellPlacements() {
+        for placement in alignment.takePlacements() {
+            var fields = ["side": placement.speaker ? "speaker" : "microphone"]
+            if let by = placement.by { fields["moved_ms"] = String(by * 1000 / Int64(EchoAlignment.rate)) }
+            notice(.debug, "Echo timeline placed afresh.", fields)
+        }
     }
 
     /// Offline (wakeword-bench, the tests): what the processing makes of `near`, what the microphone heard, given `played`, what
@@ -324,7 +341,7 @@ public final class EchoCanceller {
             ? "The speaker (card \(speakerCard)) and the microphone (card \(microphoneCard)) are on different cards, whose clocks drift apart; echo cancelling is off."
             : nil
         if why != offBecause, let why {
-            notice(why, ["speaker": speakerName ?? "", "microphone": microphoneName ?? ""])
+            notice(.info, why, ["speaker": speakerName ?? "", "microphone": microphoneName ?? ""])
         }
         offBecause = why
     }

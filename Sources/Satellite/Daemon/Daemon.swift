@@ -53,8 +53,8 @@ public final class Daemon: Sendable {
 
         // Set before either device opens: the microphone's first period is processed already.
         AudioEngine.shared.process(AudioProcessing(echoCancel: config.audio.echoCancel, noiseSuppression: config.audio.noiseSuppression,
-                                                   autoGain: config.audio.autoGain)) { message, fields in
-            bus.notice(.info, message, fields)
+                                                   autoGain: config.audio.autoGain)) { priority, message, fields in
+            bus.notice(priority, message, fields)
         }
         let capture = AudioCapture(device: config.audio.input, bus: bus, muted: local.muted)
         let playback = Playback(device: config.audio.output, bus: bus)

@@ -31,6 +31,14 @@ public struct EchoAlignment: Sendable {
     /// Measurements made so far (for the journal and the tests).
     public private(set) var measurements = 0
 
+    /// A side placed afresh (for the journal, `takePlacements`): the speaker's or the microphone's, and
+    /// how many samples from where it would have run on (nil: its first period).
+    public struct Placement: Sendable, Equatable {
+        public let speaker: Bool
+        public let by: Int64?
+    }
+    private var placements: [Placement] = []
+
     /// What the speaker played: `far[i]` is timeline sample `farStart + i`.
     private var far: [Int16] = []
     private var farStart: Int64 = 0
@@ -77,8 +85,10 @@ public struct EchoAlignment: Sendable {
     /// The speaker played `samples` (16 kHz mono), the first at timeline sample `start` by the clock.
     public mutating func played(_ samples: [Int16], at start: Int64) {
         guard !samples.isEmpty else { return }
+        let expected = speakerNext
         let (at, jumped) = Self.place(&speakerNext, start, slack: slack, count: samples.count)
         if jumped {
+            placements.append(Placement(speaker: true, by: expected.map { at - $0 }))
             // A new answer, or an underrun: the delay may have moved with it.
             soon = true
             misses = 0
@@ -103,8 +113,10 @@ public struct EchoAlignment: Sendable {
     /// many samples (silence where it played nothing). A measurement falls due when a second has
     /// been heard over the speaker.
     public mutating func heard(_ samples: [Int16], at start: Int64) -> [Int16] {
+        let expected = microphoneNext
         let (at, jumped) = Self.place(&microphoneNext, start, slack: slack, count: samples.count)
         if jumped {
+            placements.append(Placement(speaker: false, by: expected.map { at - $0 }))
             // An overrun, or a device opened again: the delay may have moved with it.
             soon = true
             misses = 0
@@ -122,6 +134,12 @@ public struct EchoAlignment: Sendable {
         let reference = self.reference(count: samples.count, at: at - Int64((delay ?? 0) - margin))
         if reference.contains(where: { $0 != 0 }) { playedHeard += samples.count }
         return reference
+    }
+
+    /// The sides placed afresh since the last call.
+    public mutating func takePlacements() -> [Placement] {
+        defer { placements.removeAll() }
+        return placements
     }
 
     /// What the speaker played from timeline sample `at`, `count` of them, silence where nothing.
