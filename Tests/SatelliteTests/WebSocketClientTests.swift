@@ -602,7 +602,8 @@ async def serve(reader, writer):
         pongs = 0
         try:
             while True:
-                opcode, _ = await asyncio.wait_for(read_frame(reader), 1)
+                # The first answer may wait on a loaded machine; once they come, a second of quiet ends them.
+                opcode, _ = await asyncio.wait_for(read_frame(reader), 1 if pongs else 30)
                 pongs += opcode == 10
         except (asyncio.TimeoutError, asyncio.IncompleteReadError):
             pass
