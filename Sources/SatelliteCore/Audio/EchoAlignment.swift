@@ -87,13 +87,8 @@ public struct EchoAlignment: Sendable {
         guard !samples.isEmpty else { return }
         let expected = speakerNext
         let (at, jumped) = Self.place(&speakerNext, start, slack: slack, count: samples.count)
-        if jumped {
-            placements.append(Placement(speaker: true, by: expected.map { at - $0 }))
-            // A new answer, or an underrun: the delay may have moved with it.
-            soon = true
-            misses = 0
-            playedHeard = 0
-        }
+        // A new answer, or an underrun: the delay may have moved with it.
+        if jumped { placedAfresh(speaker: true, by: expected.map { at - $0 }) }
         if far.isEmpty || at < farStart || at > farStart + Int64(far.count) + Int64(keep) {
             far = []
             farStart = at
@@ -115,13 +110,8 @@ public struct EchoAlignment: Sendable {
     public mutating func heard(_ samples: [Int16], at start: Int64) -> [Int16] {
         let expected = microphoneNext
         let (at, jumped) = Self.place(&microphoneNext, start, slack: slack, count: samples.count)
-        if jumped {
-            placements.append(Placement(speaker: false, by: expected.map { at - $0 }))
-            // An overrun, or a device opened again: the delay may have moved with it.
-            soon = true
-            misses = 0
-            playedHeard = 0
-        }
+        // An overrun, or a device opened again: the delay may have moved with it.
+        if jumped { placedAfresh(speaker: false, by: expected.map { at - $0 }) }
         if heard.isEmpty || heardStart + Int64(heard.count) != at { heard = [] ; heardStart = at }
         heard.append(contentsOf: samples)
         // Trimmed to its last window once it holds two: trimming it every period moved the whole
@@ -196,6 +186,14 @@ public struct EchoAlignment: Sendable {
         // A lag within a millisecond of the last is the same delay: the canceller is not disturbed.
         if let delay, abs(delay - estimate.lag) <= 16 { return }
         delay = estimate.lag
+    }
+
+    /// A side was placed afresh by `by` samples (nil: its first period): told, and measured again soon.
+    private mutating func placedAfresh(speaker: Bool, by: Int64?) {
+        placements.append(Placement(speaker: speaker, by: by))
+        soon = true
+        misses = 0
+        playedHeard = 0
     }
 
     /// Where a side's period of `count` goes: on from the last, unless the clock says it is more than
