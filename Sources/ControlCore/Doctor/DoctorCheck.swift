@@ -20,6 +20,9 @@ public struct DoctorCheck: Sendable, Equatable {
         /// With `wake` `local` only.
         case wakeWordLibrary = "wake_word_library"
         case wakeWordModel = "wake_word_model"
+        /// With `arbitration.enabled` only.
+        case arbitrationPort = "arbitration_port"
+        case siblingClaims = "sibling_claims"
     }
 
     public enum Status: String, Sendable, CaseIterable {

@@ -81,6 +81,12 @@ public final class Daemon: Sendable {
         let pin = ServerPin(stateDirectory: paths.stateDirectory, configuredURL: serverURL,
                             configuredToken: tokens.inForce()?.kind ?? .state, bus: bus)
         let discovery = Discovery(bus: bus)
+        // Satellites of one house (one token) decide which of them answers a wake (docs/arbitration.md).
+        let house = { @Sendable in tokens.inForce().flatMap { try? tokens.read($0.kind) }.map(HouseKeys.init(token:)) }
+        let siblingLink = SiblingLink(port: config.arbitration.port, keys: house(), bus: bus)
+        let roster: any SiblingRoster = NoSiblings()
+        let arbiter = Arbiter(settings: .init(config.arbitration, name: config.name), roster: roster, link: siblingLink, bus: bus,
+                              room: { board.current.room })
         let link = Link(tokens: tokens, http: HTTPClient(bus: bus), bus: bus, keeper: keeper, retryMs: config.server.retryMs)
         let chooser = ServerChooser(pin: pin, discovery: discovery, link: link, bus: bus,
                                     stateDirectory: paths.stateDirectory, retryMs: config.server.retryMs,
@@ -103,10 +109,13 @@ public final class Daemon: Sendable {
         let volume = SpeakerVolume(output: config.audio.output, mixer: config.audio.mixer, mixerCard: config.audio.mixerCard)
         let callbacks = CallbackSender(bus: bus)
         let doctor = Doctor(parts: .init(capture: capture, playback: playback, discovery: discovery, pin: pin, link: link,
-                                         tokens: tokens, keeper: keeper, board: board, wakeWord: wakeWord), paths: paths)
+                                         tokens: tokens, keeper: keeper, board: board, wakeWord: wakeWord,
+                                         siblings: config.arbitration.enabled
+                                             ? .init(port: config.arbitration.port, link: siblingLink, arbiter: arbiter, roster: roster) : nil),
+                            paths: paths)
         let router = CommandRouter(conversation: conversation, chooser: chooser, admin: ServerAdmin(link: link), settings: settings,
                                    volume: volume, board: board, bus: bus, callbacks: callbacks, doctor: doctor, capture: capture,
-                                   keeper: keeper)
+                                   keeper: keeper, tokenChanged: { siblingLink.rekey(house()) })
 
         // The satellite's own ear: a wake starts a turn as parlourctl listen does.
         let wakeWordService = wakeWord.map { engine in
@@ -132,6 +141,16 @@ public final class Daemon: Sendable {
             // Stopped last (the speaker, then the microphone), once nothing can be using either any more.
             Service("microphone") { await capture.run() },
             Service("speaker") { await playback.run() },
+        ]
+        // Bound before Bonjour starts, which advertises its port; stopped after every wake path.
+        if config.arbitration.enabled {
+            services.append(Service("siblings") { started in
+                siblingLink.open()
+                started()
+                await siblingLink.run()
+            })
+        }
+        services += [
             Service("discovery") { await discovery.run() },
             Service("link") { started in
                 // Before the stream asks it for the server, and before READY=1, so the first state

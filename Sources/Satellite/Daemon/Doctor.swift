@@ -21,10 +21,14 @@ public struct Doctor: Sendable {
         let board: StatusBoard
         /// With `wake` `local`: the engine loaded at start, whose files are checked again.
         let wakeWord: WakeWordEngine?
+        /// With `arbitration.enabled`: the siblings' port, the decisions, and who the siblings are.
+        let siblings: Siblings?
 
         public init(capture: AudioCapture, playback: Playback, discovery: Discovery, pin: ServerPin, link: Link,
-                    tokens: TokenStore, keeper: StateKeeper, board: StatusBoard, wakeWord: WakeWordEngine? = nil) {
+                    tokens: TokenStore, keeper: StateKeeper, board: StatusBoard, wakeWord: WakeWordEngine? = nil,
+                    siblings: Siblings? = nil) {
             self.wakeWord = wakeWord
+            self.siblings = siblings
             self.capture = capture
             self.playback = playback
             self.discovery = discovery
@@ -33,6 +37,21 @@ public struct Doctor: Sendable {
             self.tokens = tokens
             self.keeper = keeper
             self.board = board
+        }
+    }
+
+    /// The parts that decide with siblings.
+    public struct Siblings: Sendable {
+        let port: Int
+        let link: SiblingLink
+        let arbiter: Arbiter
+        let roster: any SiblingRoster
+
+        init(port: Int, link: SiblingLink, arbiter: Arbiter, roster: any SiblingRoster) {
+            self.port = port
+            self.link = link
+            self.arbiter = arbiter
+            self.roster = roster
         }
     }
 
@@ -71,7 +90,22 @@ public struct Doctor: Sendable {
             DoctorRules.clock(now: .now(), built: Self.builtAt(), certificateRefused: certificateRefused),
             stateFolderCheck(user: user),
             socketCheck(),
-        ] + wakeWordChecks())
+        ] + wakeWordChecks() + (await siblingChecks()))
+    }
+
+    // MARK: Siblings
+
+    private func siblingChecks() async -> [DoctorCheck] {
+        guard let siblings = parts.siblings else { return [] }
+        let link = siblings.link.current
+        let decisions = siblings.arbiter.facts
+        let facts = DoctorRules.SiblingClaimFacts(
+            siblings: await siblings.roster.siblings().map(\.name).sorted(), token: siblings.link.houseKeys != nil, port: link.port,
+            fixedPort: siblings.port != 0, admitted: link.admitted, refused: link.refused, decided: decisions.decidedWithSiblings,
+            heard: decisions.heardFromSiblings, silent: decisions.silent)
+        return [DoctorRules.arbitrationPort(siblings.port, bound: link.port, failure: link.failure.map { ($0.reason, $0.errno) },
+                                            config: paths.config),
+                DoctorRules.siblingClaims(facts)]
     }
 
     // MARK: The local wake word

@@ -81,6 +81,12 @@ public struct Journal: Sendable {
             fields["MODEL"] = model
             fields["PROBABILITY"] = String(printf: "%.3f", probability)
         case .wakeWord(let w): fields["MODEL"] = w.model
+        case .arbitration(let won, let winner, let claims):
+            fields["WON"] = won ? "true" : "false"
+            fields["WINNER"] = winner.name
+            fields["WINNER_ROOM"] = winner.room
+            fields["LEVEL"] = String(printf: "%.2f", winner.levelDb)
+            fields["CLAIMS"] = String(claims.count)
         case .finished(let command, let result):
             fields["COMMAND"] = command
             if case .error(let e) = result {

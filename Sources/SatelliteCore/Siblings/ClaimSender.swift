@@ -12,8 +12,10 @@ public struct ClaimSender: Sendable {
     public let levelOffsetDb: Double
     public private(set) var sequence: UInt64 = 0
 
-    public init(keys: HouseKeys, session: UInt64, name: String, room: String, levelOffsetDb: Double) {
+    /// `sequence`: the last one claimed in this session, when the keys, name or room change within it.
+    public init(keys: HouseKeys, session: UInt64, name: String, room: String, levelOffsetDb: Double, sequence: UInt64 = 0) {
         self.keys = keys
+        self.sequence = sequence
         self.session = session
         self.name = name
         self.room = room

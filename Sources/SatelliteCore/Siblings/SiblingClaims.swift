@@ -36,7 +36,8 @@ public struct SiblingClaims: Sendable {
         let session: UInt64
     }
 
-    public let keys: HouseKeys
+    /// The house's keys; a new token gives new ones, and what was seen and refused is kept.
+    public var keys: HouseKeys
     /// How long before its arrival a claim's wake may lie.
     public let freshnessMs: UInt64
     private(set) var seen: [Sender: Seen] = [:]

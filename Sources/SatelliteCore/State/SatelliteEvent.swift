@@ -89,6 +89,9 @@ public enum SatelliteEvent: Sendable, Equatable {
     case wake(model: String, probability: Double)
     /// The local wake word's model started working or stopped.
     case wakeWord(WakeWordHealth)
+    /// Siblings decided which of them answers a wake: whether this satellite does, the claim that won,
+    /// and every claim that took part, this satellite's own first.
+    case arbitration(won: Bool, winner: SiblingClaim, claims: [SiblingClaim])
     /// The answer asked something (or `conversation.followUp` is `always`): the satellite listens again without the wake word.
     case followUp
     /// What the server heard, for a request under way.
@@ -110,6 +113,7 @@ public enum SatelliteEvent: Sendable, Equatable {
         case .server: "server"
         case .wake: "wake"
         case .wakeWord: "wakeWord"
+        case .arbitration: "arbitration"
         case .followUp: "followUp"
         case .heard: "heard"
         case .reply: "reply"
@@ -154,6 +158,12 @@ public enum SatelliteEvent: Sendable, Equatable {
         case .wakeWord(let w):
             if w.ok == false { return "The wake word model \(w.model) stopped working: \(w.error ?? "unknown reason")." }
             return "Listening for the wake word with \(w.model)."
+        case .arbitration(let won, let winner, let claims):
+            let level = String(printf: "%.1f", winner.levelDb)
+            let among = claims.count == 1 ? "no sibling claimed it" : "among \(claims.count) satellites"
+            if won { return "Answering the wake: heard loudest here (\(level) dB), \(among)." }
+            let room = winner.room.isEmpty ? "" : " in \(winner.room)"
+            return "Not answering the wake: \(winner.name)\(room) heard it loudest (\(level) dB), \(among)."
         case .followUp: return "Listening again after the answer, without the wake word."
         case .heard(let text): return "Heard: \(text)"
         case .reply(let text, let via): return "Reply (\(via)): \(text)"
@@ -183,6 +193,15 @@ public enum SatelliteEvent: Sendable, Equatable {
             fields["model"] = .string(model)
             fields["probability"] = .number(probability)
         case .wakeWord(let w): fields["wakeWord"] = w.json
+        case .arbitration(let won, let winner, let claims):
+            fields["won"] = .bool(won)
+            fields["winner"] = .string(winner.name)
+            fields["room"] = .string(winner.room)
+            fields["level"] = .number(winner.levelDb)
+            fields["claims"] = .array(claims.map {
+                ["name": .string($0.name), "room": .string($0.room), "level": .number($0.levelDb),
+                 "probability": .number(Double($0.probability) / 10_000)]
+            })
         case .followUp: break
         case .heard(let text): fields["heard"] = .string(text)
         case .reply(let text, let via):

@@ -40,7 +40,7 @@ public struct StatusModel: Sendable, Equatable {
         // Discovery says when avahi-daemon comes or goes with a "bonjour" field on its notice.
         case .notice(_, _, let fields): if let word = fields["bonjour"] { bonjour = word }
         case .wakeWord(let w): wakeWord = w
-        case .wake, .followUp, .heard, .reply, .finished: break
+        case .wake, .arbitration, .followUp, .heard, .reply, .finished: break
         }
     }
 
