@@ -14,10 +14,8 @@ import Synchronization
 
 /// The arbitration port: claims sent to siblings, and theirs handed to `deliver`'s handler.
 final class SiblingLink: @unchecked Sendable {
-    private enum Command {
-        case send([UInt8], [Sibling])
-        case rekey(HouseKeys?)
-    }
+    /// What is sent, and to whom.
+    private typealias Sending = (datagram: [UInt8], siblings: [Sibling])
 
     /// What doctor reads: the port, and what came in.
     struct Facts: Sendable, Equatable {
@@ -29,6 +27,8 @@ final class SiblingLink: @unchecked Sendable {
         var admitted = 0
         /// Datagrams refused, by reason, since the start.
         var refused: [ClaimRefusal: Int] = [:]
+        /// Datagrams that came while there was no token, and were not read.
+        var ignored = 0
     }
 
     /// How long before its arrival a claim's wake may lie: a sibling sends as it wakes.
@@ -38,10 +38,10 @@ final class SiblingLink: @unchecked Sendable {
 
     private let requestedPort: UInt16
     private let bus: EventBus
-    private let inbox = Mutex<[Command]>([])
+    private let outbox = Mutex<[Sending]>([])
     private let facts = Mutex(Facts())
     private let keys: Mutex<HouseKeys?>
-    private let handler = Mutex<(@Sendable (HeardClaim) -> Void)?>(nil)
+    private let handlers = Mutex<[@Sendable (HeardClaim) -> Void]>([])
     private let stopping = Atomic<Bool>(false)
     private let wakePipe: WakePipe?
     private let owner = OwnerThread("siblings")
@@ -50,8 +50,6 @@ final class SiblingLink: @unchecked Sendable {
     private var fd: Int32 = -1
     private var family: Int32 = AF_INET6
     private var claims: SiblingClaims?
-    /// Whether there is a token: with none, nothing is taken (nor counted as refused).
-    private var taking: Bool
     private var reports = RefusalReports()
 
     /// `port` 0 takes any free one. `keys`: the house's, from the token in force (nil: none, no claims sent or taken).
@@ -59,8 +57,6 @@ final class SiblingLink: @unchecked Sendable {
         requestedPort = UInt16(clamping: port)
         self.bus = bus
         self.keys = Mutex(keys)
-        claims = keys.map { SiblingClaims(keys: $0, freshnessMs: Self.freshnessMs) }
-        taking = keys != nil
         wakePipe = WakePipe()
     }
 
@@ -74,26 +70,21 @@ final class SiblingLink: @unchecked Sendable {
     /// The keys claims are made and checked with now.
     var houseKeys: HouseKeys? { keys.withLock { $0 } }
 
-    /// `handle` gets every claim taken, on the link's thread, as it arrives.
+    /// `handle` gets every claim taken, on the link's thread, as it arrives, after the handlers given before it.
     func deliver(to handle: @escaping @Sendable (HeardClaim) -> Void) {
-        handler.withLock { $0 = handle }
+        handlers.withLock { $0.append(handle) }
     }
 
     /// Sends `datagram` to every address of each of `siblings`, without waiting; one that cannot be reached costs nothing.
     func send(_ datagram: [UInt8], to siblings: [Sibling]) {
         guard !siblings.isEmpty else { return }
-        submit(.send(datagram, siblings))
+        outbox.withLock { $0.append((datagram, siblings)) }
+        wakePipe?.wake()
     }
 
-    /// The house's keys after the token changed (nil: no token any more).
+    /// The house's keys after the token changed (nil: no token any more); every datagram read from now on is checked with them.
     func rekey(_ new: HouseKeys?) {
         keys.withLock { $0 = new }
-        submit(.rekey(new))
-    }
-
-    private func submit(_ command: Command) {
-        inbox.withLock { $0.append(command) }
-        wakePipe?.wake()
     }
 
     // MARK: Starting and stopping
@@ -151,11 +142,8 @@ final class SiblingLink: @unchecked Sendable {
         // One more byte than a claim may have: what fills it is oversized.
         var buffer = [UInt8](repeating: 0, count: SiblingClaim.maxBytes + 1)
         while !stopping.load(ordering: .relaxed) {
-            for command in inbox.withLock({ commands in defer { commands = [] }; return commands }) {
-                switch command {
-                case .send(let datagram, let siblings): send(datagram, siblings)
-                case .rekey(let keys): take(keys)
-                }
+            for sending in outbox.withLock({ waiting in defer { waiting = [] }; return waiting }) {
+                send(sending.datagram, sending.siblings)
             }
             receive(into: &buffer)
             let timeout = reportRefusals()
@@ -166,17 +154,18 @@ final class SiblingLink: @unchecked Sendable {
         close(fd)
     }
 
-    private func take(_ keys: HouseKeys?) {
+    /// Whether there are keys to check claims with now (a token); what was seen and refused outlives a change of them.
+    private func keyed() -> Bool {
         owner.assertCurrent()
-        taking = keys != nil
-        guard let keys else { return }
-        if claims == nil { claims = SiblingClaims(keys: keys, freshnessMs: Self.freshnessMs) } else { claims?.keys = keys }
+        guard let keys = houseKeys else { return false }
+        if claims == nil { claims = SiblingClaims(keys: keys, freshnessMs: Self.freshnessMs) }
+        if claims?.keys != keys { claims?.keys = keys }
+        return true
     }
 
     /// The datagrams waiting, at most a batch of them.
     private func receive(into buffer: inout [UInt8]) {
         owner.assertCurrent()
-        var admitted = 0
         for _ in 0..<Self.batch {
             let length = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_TRUNC) | Int32(MSG_DONTWAIT)) }
             if length < 0 {
@@ -184,17 +173,19 @@ final class SiblingLink: @unchecked Sendable {
                 break
             }
             // With no token, nothing is taken: not even counted as refused.
-            guard taking else { continue }
             let datagram = length > SiblingClaim.maxBytes ? buffer : Array(buffer[..<length])
-            let arrivedMs = MonotonicClock.nanoseconds() / 1_000_000
-            guard case .success(let heard)? = claims?.receive(datagram, arrivedMs: arrivedMs) else { continue }
-            admitted += 1
-            handler.withLock { $0 }?(heard)
-        }
-        guard let claims else { return }
-        facts.withLock {
-            $0.admitted += admitted
-            $0.refused = claims.refused
+            guard keyed(), let result = claims?.receive(datagram, arrivedMs: MonotonicClock.nanoseconds() / 1_000_000) else {
+                facts.withLock { $0.ignored += 1 }
+                continue
+            }
+            // Counted before it is handed on, so whoever is handed a claim sees every datagram before it counted.
+            let refused = claims?.refused ?? [:]
+            facts.withLock {
+                if case .success = result { $0.admitted += 1 }
+                $0.refused = refused
+            }
+            guard case .success(let heard) = result else { continue }
+            for handle in handlers.withLock({ $0 }) { handle(heard) }
         }
     }
 
