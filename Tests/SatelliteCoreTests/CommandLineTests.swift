@@ -279,8 +279,9 @@ struct ParlourctlCommandLineTests {
 
             Checks, in this order: microphone, speaker, audio_group, avahi,
             server_seen, server_pinned, token, clock, state_folder, socket,
-            wake_word_library, wake_word_model (these two with wake local). Each is
-            ok, warn or fail, with what was found and the command that fixes it.
+            wake_word_library, wake_word_model (these two with wake local),
+            arbitration_port, sibling_claims (these two with arbitration on). Each
+            is ok, warn or fail, with what was found and the command that fixes it.
             Exits 1 when any check failed, else 0.
 
             USAGE: parlourctl doctor [--json] [--socket <path>]

@@ -171,4 +171,20 @@ struct ArbiterTests {
         await link.stop()
         await listener.stop()
     }
+
+    @Test("the journal's record of a decision: the winner's name and room, the level, who took part")
+    func journalRecord() {
+        let own = SiblingClaim(house: Self.keys.house, session: 1, sequence: 1, levelDb: -31, probability: 0.9, ageMs: 0,
+                               name: "hall", room: "Hall")
+        let winner = SiblingClaim(house: Self.keys.house, session: 2, sequence: 5, levelDb: -24.5, probability: 0.8, ageMs: 3,
+                                  name: "kitchen", room: "Kitchen")
+        let record = Journal.record(for: .arbitration(won: false, winner: winner, claims: [own, winner]), state: .idle, room: "Hall")
+        #expect(record.fields["EVENT"] == "arbitration")
+        #expect(record.fields["WON"] == "false")
+        #expect(record.fields["WINNER"] == "kitchen")
+        #expect(record.fields["WINNER_ROOM"] == "Kitchen")
+        #expect(record.fields["LEVEL"] == "-24.50")
+        #expect(record.fields["CLAIMS"] == "2")
+        #expect(record.message == "Not answering the wake: kitchen in Kitchen heard it loudest (-24.5 dB), among 2 satellites.")
+    }
 }
