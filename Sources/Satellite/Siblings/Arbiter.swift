@@ -114,7 +114,7 @@ final class Arbiter: WakeArbiter {
                 while !Task.isCancelled {
                     let now = MonotonicClock.nanoseconds() / 1_000_000
                     guard now < deadlineMs else { break }
-                    try? await Task.sleep(for: .milliseconds(deadlineMs - now))
+                    try? await Task.sleep(for: .milliseconds(deadlineMs - now), clock: .suspending)
                 }
                 tick(id)
             }
