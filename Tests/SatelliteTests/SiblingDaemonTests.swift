@@ -18,8 +18,7 @@ struct SiblingDaemonTests {
         let checks = try await DoctorTests.doctor(daemon).checks
         let portCheck = try #require(checks["arbitration_port"])
         #expect(portCheck.status == .ok)
-        let port = try #require(portCheck.detail.split(separator: " ").first { UInt16($0.trimmingCharacters(in: .punctuationCharacters)) != nil }
-            .flatMap { UInt16($0.trimmingCharacters(in: .punctuationCharacters)) })
+        let port = try #require(Self.port(checks))
         #expect(checks["sibling_claims"]?.status == .ok)
         #expect(checks["sibling_claims"]?.detail.hasPrefix("No sibling is known; 0 claims taken") == true, "\(checks["sibling_claims"]?.detail ?? "")")
 
@@ -40,6 +39,30 @@ struct SiblingDaemonTests {
         while !daemon.stderr.contains("refused_wronghouse=1") { try await Task.sleep(for: .milliseconds(20)) }
         #expect(daemon.stderr.contains("Siblings' claims are read on UDP port \(port)."))
         await daemon.stop()
+    }
+
+    @Test("with no token nothing on the port is read; token set gives the keys at once, without a restart")
+    func tokenSet() async throws {
+        let daemon = try await DaemonHarness.start(config: Self.config, mic: Speech.silence(3))
+        let before = try await DoctorTests.doctor(daemon).checks
+        #expect(before["sibling_claims"]?.status == .warn)
+        #expect(before["sibling_claims"]?.detail.hasPrefix("There is no token") == true)
+        let port = try #require(Self.port(before))
+        #expect(try await daemon.ctl("token", "set", input: "house-token\n").status == 0)
+
+        let watcher = try await Watcher.start(daemon)
+        let other = HouseKeys(token: "another-house")
+        try UDPPeer().send(SiblingClaim(house: other.house, session: 1, sequence: 1, levelDb: 0, probability: 1, ageMs: 0,
+                                        name: "kitchen", room: "").encoded(key: other.claimKey), to: port)
+        // Read with the keys of the token just set: refused, which only a satellite with keys counts.
+        #expect(await watcher.notice("Refused 1 datagram")?["refused_wrongHouse"] == "1")
+        await daemon.stop()
+    }
+
+    /// The port doctor's arbitration_port check names.
+    static func port(_ checks: [String: DoctorCheck]) -> UInt16? {
+        checks["arbitration_port"]?.detail.split(separator: " ").lazy
+            .compactMap { UInt16($0.trimmingCharacters(in: .punctuationCharacters)) }.first
     }
 
     @Test("with arbitration off no port is bound, and doctor has no check of siblings")

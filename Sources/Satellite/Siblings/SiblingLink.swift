@@ -108,8 +108,8 @@ final class SiblingLink: @unchecked Sendable {
         }
     }
 
-    /// Reads and sends on the link's thread until cancelled, then closes the socket. Returns at once
-    /// (once cancelled) when the port was not bound.
+    /// Reads and sends on the link's thread until cancelled, then closes the socket. With no port bound,
+    /// only waits to be cancelled.
     func run() async {
         guard fd >= 0, let wakePipe else {
             await Service.untilCancelled()
