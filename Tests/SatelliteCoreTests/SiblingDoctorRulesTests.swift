@@ -5,10 +5,10 @@ import Testing
 @Suite("doctor on siblings")
 struct SiblingDoctorRulesTests {
     static func facts(siblings: [String] = ["kitchen"], token: Bool = true, port: UInt16? = 40_000, fixedPort: Bool = false,
-                      admitted: Int = 0, refused: [ClaimRefusal: Int] = [:], decided: Int = 0, heard: Int = 0,
+                      admitted: Int = 0, refused: [ClaimRefusal: Int] = [:], ignored: Int = 0, decided: Int = 0, heard: Int = 0,
                       silent: [String] = []) -> DoctorRules.SiblingClaimFacts {
         DoctorRules.SiblingClaimFacts(siblings: siblings, token: token, port: port, fixedPort: fixedPort, admitted: admitted,
-                                      refused: refused, decided: decided, heard: heard, silent: silent)
+                                      refused: refused, ignored: ignored, decided: decided, heard: heard, silent: silent)
     }
 
     @Test("the port: bound, in use, privileged")
@@ -36,6 +36,7 @@ struct SiblingDoctorRulesTests {
         (facts(admitted: 1, refused: [.replayed: 3]), .warn, "refused as replayed (3)", "tcpdump"),
         (facts(admitted: 9, refused: [.stale: 1]), .ok, "Refused: 1 stale.", nil),
         (facts(token: false), .warn, "There is no token", DoctorRules.pairFix),
+        (facts(token: false, ignored: 3), .warn, "it hears. 3 datagrams came on its port unread.", DoctorRules.pairFix),
         (facts(port: nil), .warn, "not bound", DoctorRules.restart),
     ] as [(DoctorRules.SiblingClaimFacts, DoctorCheck.Status, String, String?)])
     func claims(facts: DoctorRules.SiblingClaimFacts, status: DoctorCheck.Status, detail: String, fix: String?) {

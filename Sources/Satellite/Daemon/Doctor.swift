@@ -101,7 +101,7 @@ public struct Doctor: Sendable {
         let decisions = siblings.arbiter.facts
         let facts = DoctorRules.SiblingClaimFacts(
             siblings: await siblings.roster.siblings().map(\.name).sorted(), token: siblings.link.houseKeys != nil, port: link.port,
-            fixedPort: siblings.port != 0, admitted: link.admitted, refused: link.refused, decided: decisions.decidedWithSiblings,
+            fixedPort: siblings.port != 0, admitted: link.admitted, refused: link.refused, ignored: link.ignored, decided: decisions.decidedWithSiblings,
             heard: decisions.heardFromSiblings, silent: decisions.silent)
         return [DoctorRules.arbitrationPort(siblings.port, bound: link.port, failure: link.failure.map { ($0.reason, $0.errno) },
                                             config: paths.config),

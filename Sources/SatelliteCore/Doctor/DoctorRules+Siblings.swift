@@ -41,6 +41,8 @@ extension DoctorRules {
         public var admitted: Int
         /// Datagrams refused since the start, by reason.
         public var refused: [ClaimRefusal: Int]
+        /// Datagrams that came while there was no token, and were not read.
+        public var ignored: Int
         /// Decisions taken with siblings known, and how many of them any sibling's claim took part in.
         public var decided: Int
         public var heard: Int
@@ -48,7 +50,8 @@ extension DoctorRules {
         public var silent: [String]
 
         public init(siblings: [String], token: Bool, port: UInt16?, fixedPort: Bool, admitted: Int, refused: [ClaimRefusal: Int],
-                    decided: Int, heard: Int, silent: [String]) {
+                    ignored: Int = 0, decided: Int, heard: Int, silent: [String]) {
+            self.ignored = ignored
             self.siblings = siblings
             self.token = token
             self.port = port
@@ -63,8 +66,9 @@ extension DoctorRules {
 
     public static func siblingClaims(_ facts: SiblingClaimFacts) -> DoctorCheck {
         guard facts.token else {
+            let came = facts.ignored == 0 ? "" : " \(facts.ignored) datagram\(facts.ignored == 1 ? "" : "s") came on its port unread."
             return DoctorCheck(.siblingClaims, .warn, "There is no token, so this satellite cannot recognise its siblings "
-                + "(satellites of one house hold the same token): it answers every wake it hears.", fix: pairFix)
+                + "(satellites of one house hold the same token): it answers every wake it hears.\(came)", fix: pairFix)
         }
         guard let port = facts.port else {
             return DoctorCheck(.siblingClaims, .warn, "No claim can come in while the arbitration port is not bound.", fix: restart)
