@@ -66,6 +66,9 @@ public actor ServerChooser {
         await link.follow(await pin.current())
         let lists = await discovery.changes()
         let events = bus.subscribe()
+        // The Link checks the server before this runs, and says so only when what it knows changes: a
+        // server already silent at start (it moved while the satellite was off) is heard here, or never.
+        await heard(await link.current)
         await withTaskGroup(of: Void.self) { group in
             group.addTask { for await list in lists { await self.seen(list) } }
             // A search held back by a change runs here once the change has ended.
