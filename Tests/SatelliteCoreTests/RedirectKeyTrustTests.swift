@@ -214,6 +214,7 @@ struct PinMovesTests {
     func announcer(found: [DiscoveredServer], instance: String?) {
         #expect(PinMoves.announcer(of: Self.configured("http://house.local:8765"), found: found) == instance)
         #expect(PinMoves.announcer(of: Self.base, found: found) == nil)
+        #expect(PinMoves.announcer(of: Self.configured("https://house.local:8765"), found: found) == nil)
     }
 
     @Test("a configured pin without addresses never moves, and a move that waits says what to run")

@@ -113,11 +113,12 @@ public enum PinMoves {
         return .prove(from: pin.addresses, to: to)
     }
 
-    /// The Bonjour instance that announces the configured server where it answers: the one instance
-    /// that announces its host and port at one of its kept addresses. Nil when none does, or when
-    /// several do (which of them is the server's own is then unknown).
+    /// The Bonjour instance that announces the configured plain-http server where it answers: the
+    /// one instance that announces its host and port at one of its kept addresses. Nil when none
+    /// does, or several do (which of them is the server's own is then unknown), and on https, where
+    /// the certificate proves a move and an instance's word is not asked.
     public static func announcer(of pin: Pin, found: [DiscoveredServer]) -> String? {
-        guard pin.how == .configured, let address = ServerAddress(pin.url) else { return nil }
+        guard pin.how == .configured, let address = ServerAddress(pin.url), address.scheme == "http" else { return nil }
         let names = Set(found.filter { server in
             address.isAt(host: server.host, port: server.port) && !Set(server.addresses).isDisjoint(with: pin.addresses)
         }.map(\.name))
