@@ -36,7 +36,7 @@ public actor ServerChooser {
     private var newcomers = Newcomers()
     /// False while the pinned server does not answer.
     private var pinnedAnswers = true
-    /// True once the server in use has answered where it is pinned (its health check passed there).
+    /// True while the server in use is known to answer where it is pinned (not merely not known to be silent).
     private var reached = false
     private var searching = false
     private var searchAgain = false

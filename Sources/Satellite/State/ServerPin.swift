@@ -232,7 +232,6 @@ public actor ServerPin {
     }
 
     /// The stored pin, or nil when there is no file or it cannot be used (then a warning says why).
-
     private static func read(_ file: String, bus: EventBus) -> Pin? {
         guard let data = try? FileSystem.read(file) else {
             if FileSystem.exists(file) {

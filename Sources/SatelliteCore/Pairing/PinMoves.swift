@@ -43,7 +43,7 @@ public enum PinMoves {
 
     /// Who said where the server is now.
     public enum Witness: Sendable, Equatable {
-        /// The Bonjour instance recorded at pinning announces it there.
+        /// The Bonjour instance the pin keeps announces it there.
         case instance
         /// The configured server's name resolves there now.
         case name
