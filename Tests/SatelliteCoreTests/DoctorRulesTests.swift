@@ -126,17 +126,23 @@ struct DoctorRulesTests {
 
     @Test("a move that waits fails, with what to run: use, or remove configured.json and restart")
     func moveWaits() {
-        let waits = PinMoves.Decision.wait(from: ["10.0.0.2"], to: ["10.0.0.9"], why: "server.followMoves is false")
+        let waits = PinMoves.Decision.wait(from: ["10.0.0.2"], to: ["10.0.0.9"], by: .instance, why: "server.followMoves is false")
         let pinned = DoctorRules.serverPinned(DoctorRules.InUse(url: "https://den.local:8443", name: "den", how: .manual, move: waits))
         #expect(pinned.status == .fail && pinned.detail.contains("no longer answers at 10.0.0.2"))
         #expect(pinned.detail.contains("announces it at 10.0.0.9. It was not followed (server.followMoves is false)"))
         #expect(pinned.fix == "parlourctl use https://den.local:8443   # or pair again")
+        let byName = PinMoves.Decision.wait(from: ["10.0.0.2"], to: ["10.0.0.9"], by: .name, why: "server.followMoves is false")
         let configured = DoctorRules.serverPinned(DoctorRules.InUse(url: "https://den.local:8443", name: "den.local", how: .configured,
-                                                                    move: waits, configuredFile: "/var/lib/p/configured.json"))
+                                                                    move: byName, configuredFile: "/var/lib/p/configured.json"))
         #expect(configured.status == .fail && configured.detail.contains("its name now resolves to it at 10.0.0.9"))
         #expect(configured.fix?.hasPrefix("rm /var/lib/p/configured.json && sudo systemctl restart parlour-satellite") == true)
+        // A configured server's own instance seen elsewhere: the words say so, the fix is the configured one.
+        let announced = DoctorRules.serverPinned(DoctorRules.InUse(url: "http://den.local:8765", name: "den.local", how: .configured,
+                                                                   move: waits, configuredFile: "/var/lib/p/configured.json"))
+        #expect(announced.detail.contains("its own Bonjour instance announces it at 10.0.0.9"))
+        #expect(announced.fix?.hasPrefix("rm /var/lib/p/configured.json && sudo systemctl restart parlour-satellite") == true)
         let followed = DoctorRules.serverPinned(DoctorRules.InUse(url: "https://den.local:8443", name: "den", how: .manual,
-                                                                  move: .follow(from: ["10.0.0.2"], to: ["10.0.0.9"])))
+                                                                  move: .follow(from: ["10.0.0.2"], to: ["10.0.0.9"], by: .instance)))
         #expect(followed.status == .ok)
     }
 

@@ -122,7 +122,7 @@ struct PinMovesTests {
     }
 
     @Test("a move is followed only from the pinned instance, at its port, to new addresses, while the old is silent", arguments: [
-        (base, false, announced(["198.51.100.4"]), true, PinMoves.Decision.follow(from: ["198.51.100.2"], to: ["198.51.100.4"])),
+        (base, false, announced(["198.51.100.4"]), true, PinMoves.Decision.follow(from: ["198.51.100.2"], to: ["198.51.100.4"], by: .instance)),
         (base, true, announced(["198.51.100.4"]), true, .stay),
         (base, false, announced(instance: "Somebody else", ["198.51.100.4"]), true, .stay),
         (base, false, announced(port: 9000, ["198.51.100.4"]), true, .stay),
@@ -130,7 +130,7 @@ struct PinMovesTests {
         (base, false, announced(["198.51.100.2", "198.51.100.4"]), true, .stay),
         (base, false, [], true, .stay),
         (base, false, announced(["198.51.100.4"]), false,
-         .wait(from: ["198.51.100.2"], to: ["198.51.100.4"], why: "server.followMoves is false")),
+         .wait(from: ["198.51.100.2"], to: ["198.51.100.4"], by: .instance, why: "server.followMoves is false")),
     ] as [(Pin, Bool, [PinMoves.Announcement], Bool, PinMoves.Decision)])
     func decide(pin: Pin, answers: Bool, announced: [PinMoves.Announcement], follow: Bool, decision: PinMoves.Decision) {
         #expect(PinMoves.decide(pin, pinnedAnswers: answers, announced: announced, followMoves: follow) == decision)
@@ -141,47 +141,89 @@ struct PinMovesTests {
         var https = Self.base
         https.url = "https://house.local:8765"
         #expect(PinMoves.decide(https, pinnedAnswers: false, announced: Self.announced(["198.51.100.4"]), followMoves: true)
-            == .wait(from: ["198.51.100.2"], to: ["198.51.100.4"], why: "no key is pinned for this https server"))
+            == .wait(from: ["198.51.100.2"], to: ["198.51.100.4"], by: .instance, why: "no key is pinned for this https server"))
         https.key = RedirectKeyTrustTests.a
         #expect(PinMoves.decide(https, pinnedAnswers: false, announced: Self.announced(["198.51.100.4"]), followMoves: true)
-            == .follow(from: ["198.51.100.2"], to: ["198.51.100.4"]))
+            == .follow(from: ["198.51.100.2"], to: ["198.51.100.4"], by: .instance))
         var bare = Self.base
         bare.instance = nil
         #expect(PinMoves.decide(bare, pinnedAnswers: false, announced: Self.announced(["198.51.100.4"]), followMoves: true) == .stay)
     }
 
-    static func configured(_ url: String) -> Pin {
+    static func configured(_ url: String, instance: String? = nil) -> Pin {
         var pin = Pin(url: url, name: "house.local", how: .configured, pinnedAt: WallTime(seconds: 0))
         pin.addresses = ["198.51.100.2"]
+        pin.instance = instance
         return pin
     }
 
-    @Test("a configured name resolving elsewhere, the kept address silent: https proves itself first, plain http waits", arguments: [
-        (configured("https://house.local:8443"), false, ["198.51.100.4"], true,
+    static let noInstance = "on plain http a name that resolves elsewhere proves nothing, and no Bonjour instance announced this server where it answered"
+    static let ownInstance = "on plain http a name that resolves elsewhere proves nothing; only its own Bonjour instance \"Parlour on house\" announcing it there would"
+
+    @Test("a configured server, the kept address silent: https proves itself where the name resolves, plain http is followed only where its own instance announces it", arguments: [
+        (configured("https://house.local:8443"), false, ["198.51.100.4"], [], true,
          PinMoves.Decision.prove(from: ["198.51.100.2"], to: ["198.51.100.4"])),
-        (configured("http://house.local:8765"), false, ["198.51.100.4"], true,
-         .wait(from: ["198.51.100.2"], to: ["198.51.100.4"], why: "on plain http a name that resolves elsewhere proves nothing")),
-        (configured("https://house.local:8443"), false, ["198.51.100.4"], false,
-         .wait(from: ["198.51.100.2"], to: ["198.51.100.4"], why: "server.followMoves is false")),
-        (configured("https://house.local:8443"), true, ["198.51.100.4"], true, .stay),
-        (configured("https://house.local:8443"), false, ["198.51.100.2"], true, .stay),
-        (configured("https://house.local:8443"), false, ["198.51.100.2", "198.51.100.4"], true, .stay),
-        (configured("https://house.local:8443"), false, [], true, .stay),
-        (configured("https://house.local:8443"), false, ["fe80::1%lo"], true, .stay),
-        (configured("https://198.51.100.2:8443"), false, ["198.51.100.4"], true, .stay),
-        (base, false, ["198.51.100.4"], true, .stay),
-    ] as [(Pin, Bool, [String], Bool, PinMoves.Decision)])
-    func decideConfigured(pin: Pin, answers: Bool, resolved: [String], follow: Bool, decision: PinMoves.Decision) {
-        #expect(PinMoves.decideConfigured(pin, pinnedAnswers: answers, resolved: resolved, followMoves: follow) == decision)
+        (configured("http://house.local:8765"), false, ["198.51.100.4"], [], true,
+         .wait(from: ["198.51.100.2"], to: ["198.51.100.4"], by: .name, why: noInstance)),
+        (configured("https://house.local:8443"), false, ["198.51.100.4"], [], false,
+         .wait(from: ["198.51.100.2"], to: ["198.51.100.4"], by: .name, why: "server.followMoves is false")),
+        (configured("https://house.local:8443"), true, ["198.51.100.4"], [], true, .stay),
+        (configured("https://house.local:8443"), false, ["198.51.100.2"], [], true, .stay),
+        (configured("https://house.local:8443"), false, ["198.51.100.2", "198.51.100.4"], [], true, .stay),
+        (configured("https://house.local:8443"), false, [], [], true, .stay),
+        (configured("https://house.local:8443"), false, ["fe80::1%lo"], [], true, .stay),
+        (configured("https://198.51.100.2:8443"), false, ["198.51.100.4"], [], true, .stay),
+        (base, false, ["198.51.100.4"], [], true, .stay),
+        // Plain http with the instance recorded where it answered: that instance's word alone moves it.
+        (configured("http://house.local:8765", instance: "Parlour on house"), false, [], announced(["198.51.100.4"]), true,
+         .follow(from: ["198.51.100.2"], to: ["198.51.100.4"], by: .instance)),
+        (configured("http://house.local:8765", instance: "Parlour on house"), false, ["198.51.100.5"], announced(["198.51.100.4"]), true,
+         .follow(from: ["198.51.100.2"], to: ["198.51.100.4"], by: .instance)),
+        (configured("http://house.local:8765", instance: "Parlour on house"), false, ["198.51.100.4"], announced(["198.51.100.4"]), false,
+         .wait(from: ["198.51.100.2"], to: ["198.51.100.4"], by: .instance, why: "server.followMoves is false")),
+        (configured("http://house.local:8765", instance: "Parlour on house"), true, ["198.51.100.4"], announced(["198.51.100.4"]), true, .stay),
+        (configured("http://house.local:8765", instance: "Parlour on house"), false, ["198.51.100.4"],
+         announced(instance: "Somebody else", ["198.51.100.4"]), true,
+         .wait(from: ["198.51.100.2"], to: ["198.51.100.4"], by: .name, why: ownInstance)),
+        (configured("http://house.local:8765", instance: "Parlour on house"), false, [], announced(port: 9000, ["198.51.100.4"]), true, .stay),
+        (configured("http://house.local:8765", instance: "Parlour on house"), false, [], announced(["198.51.100.2"]), true, .stay),
+        (configured("http://house.local:8765"), false, ["198.51.100.4"], announced(["198.51.100.4"]), true,
+         .wait(from: ["198.51.100.2"], to: ["198.51.100.4"], by: .name, why: noInstance)),
+        // On https the instance proves nothing: the certificate at the name's new addresses does.
+        (configured("https://house.local:8443", instance: "Parlour on house"), false, [], announced(port: 8443, ["198.51.100.4"]), true, .stay),
+    ] as [(Pin, Bool, [String], [PinMoves.Announcement], Bool, PinMoves.Decision)])
+    func decideConfigured(pin: Pin, answers: Bool, resolved: [String], announced: [PinMoves.Announcement], follow: Bool,
+                          decision: PinMoves.Decision) {
+        #expect(PinMoves.decideConfigured(pin, pinnedAnswers: answers, resolved: resolved, announced: announced, followMoves: follow) == decision)
+    }
+
+    static func found(_ name: String, host: String = "house.local", port: Int = 8765, _ addresses: [String]) -> DiscoveredServer {
+        DiscoveredServer(name: name, host: host, port: port, addresses: addresses, txt: [:], interface: "lo")
+    }
+
+    @Test("a configured server's instance is the one that announces its host and port where it answers, when exactly one does", arguments: [
+        ([found("Parlour on house", ["198.51.100.2"])], "Parlour on house"),
+        ([found("Parlour on house", ["198.51.100.2", "2001:db8::2"])], "Parlour on house"),
+        ([found("Parlour on house", ["198.51.100.4"])], nil),
+        ([found("Parlour on house", port: 9000, ["198.51.100.2"])], nil),
+        ([found("Parlour on house", host: "other.local", ["198.51.100.2"])], nil),
+        ([found("Parlour on house", ["198.51.100.2"]), found("Somebody else", ["198.51.100.2"])], nil),
+        ([found("Parlour on house", ["198.51.100.2"]), found("Somebody else", ["198.51.100.4"])], "Parlour on house"),
+        ([], nil),
+    ] as [([DiscoveredServer], String?)])
+    func announcer(found: [DiscoveredServer], instance: String?) {
+        #expect(PinMoves.announcer(of: Self.configured("http://house.local:8765"), found: found) == instance)
+        #expect(PinMoves.announcer(of: Self.base, found: found) == nil)
+        #expect(PinMoves.announcer(of: Self.configured("https://house.local:8765"), found: found) == nil)
     }
 
     @Test("a configured pin without addresses never moves, and a move that waits says what to run")
     func configuredNotice() {
         var bare = Self.configured("https://house.local:8443")
         bare.addresses = []
-        #expect(PinMoves.decideConfigured(bare, pinnedAnswers: false, resolved: ["198.51.100.4"], followMoves: true) == .stay)
+        #expect(PinMoves.decideConfigured(bare, pinnedAnswers: false, resolved: ["198.51.100.4"], announced: [], followMoves: true) == .stay)
         let http = Self.configured("http://house.local:8765")
-        let waits = PinMoves.decideConfigured(http, pinnedAnswers: false, resolved: ["198.51.100.4"], followMoves: true)
+        let waits = PinMoves.decideConfigured(http, pinnedAnswers: false, resolved: ["198.51.100.4"], announced: [], followMoves: true)
         guard case .notice(_, let message, let fields) = PinMoves.notice(waits, pin: http, configuredFile: "/var/lib/x/configured.json") else {
             Issue.record("no notice")
             return
@@ -190,7 +232,7 @@ struct PinMovesTests {
         #expect(message.contains("rm /var/lib/x/configured.json && sudo systemctl restart parlour-satellite"))
         #expect(fields["from_addresses"] == "198.51.100.2" && fields["to_addresses"] == "198.51.100.4")
         #expect(PinMoves.notice(.prove(from: ["198.51.100.2"], to: ["198.51.100.4"]), pin: http, configuredFile: "c") == nil)
-        let pinned = PinMoves.notice(.wait(from: ["198.51.100.2"], to: ["198.51.100.4"], why: "x"), pin: Self.base, configuredFile: "c")
+        let pinned = PinMoves.notice(.wait(from: ["198.51.100.2"], to: ["198.51.100.4"], by: .instance, why: "x"), pin: Self.base, configuredFile: "c")
         guard case .notice(_, let other, _) = pinned else {
             Issue.record("no notice")
             return

@@ -4,7 +4,9 @@
 // house's token that logs every credential it is shown: the satellite keeps to
 // the pinned address and sends it nothing. Then the server's own Bonjour instance
 // announces it at 198.51.100.4: with server.followMoves it is followed (the
-// journal names both addresses), without it a person must decide.
+// journal names both addresses), without it a person must decide. A server in
+// server.url is held to the same: on plain http only the instance that announced
+// it where it first answered moves it, never its name nor another instance.
 import Foundation
 import TestSupport
 import Testing
@@ -161,9 +163,14 @@ struct PinMoveTests {
         let other = try await TestServer.start(token: token, host: "198.51.100.3", port: port)
         defer { other.stop() }
         hostAd = try await AvahiPublisher.address(host: host, "198.51.100.3")
+        // An instance that never announced the server where it answered says it is there now: it proves nothing either.
+        let newcomer = try await AvahiPublisher.start(name: "Parlour newcomer \(UUID().uuidString.prefix(6))", port: port,
+                                                      txt: ["role=server"], host: host)
         // A request finds the kept address silent; the name is looked up again on the next retry.
         #expect(try await daemon.result("ask", "is anyone there")["error"] == "server_unreachable")
-        let why = followMoves ? "on plain http a name that resolves elsewhere proves nothing" : "server.followMoves is false"
+        let why = followMoves
+            ? "on plain http a name that resolves elsewhere proves nothing, and no Bonjour instance announced this server where it answered"
+            : "server.followMoves is false"
         let notice = await watch.notice("no longer answers at 198.51.100.2", "its name now resolves to it at 198.51.100.3",
                                         "It was not followed (\(why))", "configured.json")
         #expect(notice?["from_addresses"] == "198.51.100.2" && notice?["to_addresses"] == "198.51.100.3", "\(String(describing: notice))")
@@ -176,6 +183,100 @@ struct PinMoveTests {
         #expect(await daemon.stop() == 0)
         let seen = try await other.requests().filter { $0["tokenOk"] != false }
         #expect(seen.isEmpty, "the server the configured name moved to was sent the house's token: \(seen)")
+        #expect(try JSONValue.parse(try FileSystem.read(daemon.stateDirectory + "/configured.json"))["instance"] == nil)
+        await newcomer.stop()
+        await hostAd.stop()
+    }
+
+    /// A daemon whose server.url names a plain http host announced by its own Bonjour instance,
+    /// recorded once the server has answered there; the server then goes, with its instance,
+    /// and the daemon is started again, so that the instance is known from configured.json alone.
+    static func startAnnounced(followMoves: Bool)
+        async throws -> (token: String, port: Int, host: String, instance: String, daemon: DaemonHarness) {
+        let host = "ann-\(UUID().uuidString.prefix(6).lowercased()).local"
+        let (token, first, firstAd, daemon) = try await Self.startConfigured(host: host, followMoves: followMoves)
+        let port = first.port
+        let instance = "Parlour on \(host) \(UUID().uuidString.prefix(6))"
+        let watch = try await Watcher.start(daemon)
+        #expect(try await daemon.result("ask", "is the house there")["status"] == "completed")
+        let serviceAd = try await AvahiPublisher.start(name: instance, port: port, txt: ["role=server"], host: host)
+        let recorded = await watch.notice("is announced by the Bonjour instance \"\(instance)\"")
+        #expect(recorded?["instance"]?.stringValue == instance, "\(String(describing: recorded))")
+        let kept = try JSONValue.parse(try FileSystem.read(daemon.stateDirectory + "/configured.json"))
+        #expect(kept["instance"]?.stringValue == instance && kept["addresses"] == ["198.51.100.2"], "\(kept)")
+        #expect(await daemon.stop() == 0)
+        await serviceAd.stop()
+        await first.shutdown()
+        await firstAd.stop()
+        let again = try await daemon.restart()
+        #expect(try await again.result("ask", "is anyone there")["error"] == "server_unreachable")
+        return (token, port, host, instance, again)
+    }
+
+    @Test("a configured http server whose own Bonjour instance announces it at a new address is followed there with server.followMoves, and waits without it", arguments: [true, false])
+    func configuredInstanceMoves(followMoves: Bool) async throws {
+        _ = try RealAvahi()
+        for address in Self.extra { try await Self.addAddress(address) }
+        defer { for address in Self.extra { Self.removeAddress(address) } }
+        let (token, port, host, instance, daemon) = try await Self.startAnnounced(followMoves: followMoves)
+        let watch = try await Watcher.start(daemon)
+
+        let moved = try await TestServer.start(token: token, host: "198.51.100.4", port: port)
+        defer { moved.stop() }
+        let hostAd = try await AvahiPublisher.address(host: host, "198.51.100.4")
+        let serviceAd = try await AvahiPublisher.start(name: instance, port: port, txt: ["role=server"], host: host)
+        if followMoves {
+            let notice = await watch.notice("no longer answers at 198.51.100.2", "its own Bonjour instance announces it at 198.51.100.4",
+                                            "following it there")
+            #expect(notice?["from_addresses"] == "198.51.100.2" && notice?["to_addresses"] == "198.51.100.4", "\(String(describing: notice))")
+            let kept = try JSONValue.parse(try FileSystem.read(daemon.stateDirectory + "/configured.json"))
+            #expect(kept["addresses"] == ["198.51.100.4"] && kept["instance"]?.stringValue == instance, "\(kept)")
+            let answered = try await daemon.result("ask", "are you back")
+            #expect(answered["status"] == "completed", "\(answered)")
+            let got = try await moved.requests()
+            #expect(got.contains { $0["path"] == "/ask" && $0["tokenOk"] == true }, "\(got)")
+        } else {
+            let notice = await watch.notice("its own Bonjour instance announces it at 198.51.100.4",
+                                            "It was not followed (server.followMoves is false)", "configured.json")
+            #expect(notice != nil)
+            let doctor = try await daemon.result("doctor")
+            let check = doctor["response"]?["checks"]?.arrayValue?.first { $0["name"] == "server_pinned" }
+            #expect(check?["status"] == "fail" && check?["detail"]?.stringValue?.contains("announces it at 198.51.100.4") == true,
+                    "\(String(describing: check))")
+            #expect(check?["fix"]?.stringValue?.hasPrefix("rm \(daemon.stateDirectory)/configured.json && sudo systemctl restart") == true,
+                    "\(String(describing: check))")
+            let kept = try JSONValue.parse(try FileSystem.read(daemon.stateDirectory + "/configured.json"))
+            #expect(kept["addresses"] == ["198.51.100.2"], "\(kept)")
+            #expect(try await daemon.result("ask", "are you back")["error"] == "server_unreachable")
+            // Other suites' daemons in the same namespace may check it with their own tokens; the house's never reaches it.
+            #expect(try await moved.requests().allSatisfy { $0["tokenOk"] == false })
+        }
+        #expect(await daemon.stop() == 0)
+        await serviceAd.stop()
+        await hostAd.stop()
+    }
+
+    @Test("a configured http server announced elsewhere by another Bonjour instance than its own is not followed, and that place gets no token")
+    func configuredOtherInstanceWaits() async throws {
+        _ = try RealAvahi()
+        for address in Self.extra { try await Self.addAddress(address) }
+        defer { for address in Self.extra { Self.removeAddress(address) } }
+        let (token, port, host, instance, daemon) = try await Self.startAnnounced(followMoves: true)
+        let watch = try await Watcher.start(daemon)
+
+        let hostile = try await TestServer.start(token: token, host: "198.51.100.3", port: port)
+        defer { hostile.stop() }
+        let hostAd = try await AvahiPublisher.address(host: host, "198.51.100.3")
+        let impostor = try await AvahiPublisher.start(name: "Parlour impostor \(UUID().uuidString.prefix(6))", port: port,
+                                                      txt: ["role=server"], host: host)
+        let notice = await watch.notice("its name now resolves to it at 198.51.100.3",
+                                        "only its own Bonjour instance \"\(instance)\" announcing it there would")
+        #expect(notice?["to_addresses"] == "198.51.100.3", "\(String(describing: notice))")
+        #expect(try await daemon.result("ask", "is anyone there")["error"] == "server_unreachable")
+        #expect(await daemon.stop() == 0)
+        let seen = try await hostile.requests().filter { $0["tokenOk"] != false }
+        #expect(seen.isEmpty, "the address another instance announced was sent the house's token: \(seen)")
+        await impostor.stop()
         await hostAd.stop()
     }
 

@@ -36,6 +36,8 @@ public actor ServerChooser {
     private var newcomers = Newcomers()
     /// False while the pinned server does not answer.
     private var pinnedAnswers = true
+    /// True while the server in use is known to answer where it is pinned (not merely not known to be silent).
+    private var reached = false
     private var searching = false
     private var searchAgain = false
     /// Asks `run()` for the search held back; one waiting is enough.
@@ -64,6 +66,9 @@ public actor ServerChooser {
         await link.follow(await pin.current())
         let lists = await discovery.changes()
         let events = bus.subscribe()
+        // The Link checks the server before this runs, and says so only when what it knows changes: a
+        // server already silent at start (it moved while the satellite was off) is heard here, or never.
+        await heard(await link.current)
         await withTaskGroup(of: Void.self) { group in
             group.addTask { for await list in lists { await self.seen(list) } }
             // A search held back by a change runs here once the change has ended.
@@ -301,27 +306,36 @@ public actor ServerChooser {
     private func followMove() async {
         guard let current = await pin.current() else { return }
         guard current.how != .configured else {
-            // Its name is looked up again on the retry tick while it is silent; answering, nothing moved.
+            // Its moves are decided on the retry tick, with its name looked up again; answering, nothing moved,
+            // and the instance that announces it there is the one a move on plain http is heard from.
             if pinnedAnswers { await decided(.stay, pin: current) }
+            if reached, current.instance == nil, let instance = PinMoves.announcer(of: current, found: found) {
+                await pin.announcedConfigured(by: instance)
+            }
             return
         }
-        let announced = found.map { PinMoves.Announcement(instance: $0.name, port: $0.port, addresses: $0.addresses) }
-        await decided(PinMoves.decide(current, pinnedAnswers: pinnedAnswers, announced: announced, followMoves: followMoves),
+        await decided(PinMoves.decide(current, pinnedAnswers: pinnedAnswers, announced: announcements(), followMoves: followMoves),
                       pin: current)
     }
 
+    private func announcements() -> [PinMoves.Announcement] {
+        found.map { PinMoves.Announcement(instance: $0.name, port: $0.port, addresses: $0.addresses) }
+    }
+
     /// With the configured server silent at its kept addresses, looks its name up again and
-    /// follows it where PinMoves allows: on https only once the server there has passed the TLS
-    /// check for its name at the new addresses, asked for /health alone (no token).
+    /// follows it where PinMoves allows: on plain http where its own instance announces it; on
+    /// https only once the server there has passed the TLS check for its name at the new
+    /// addresses, asked for /health alone (no token).
     private func followConfiguredName() async {
         guard !pinnedAnswers, let current = await pin.current(), current.how == .configured, current.isPlaced,
               let host = ServerAddress(current.url)?.host, !PinMoves.isAddress(host) else { return }
         let resolved = await NameLookup.addresses(of: host)
-        var decision = PinMoves.decideConfigured(current, pinnedAnswers: pinnedAnswers, resolved: resolved, followMoves: followMoves)
+        var decision = PinMoves.decideConfigured(current, pinnedAnswers: pinnedAnswers, resolved: resolved,
+                                                 announced: announcements(), followMoves: followMoves)
         if case .prove(let from, let to) = decision {
             switch await link.vet(current.url, token: nil, healthOnly: true, key: current.key, addresses: to) {
-            case .success: decision = .follow(from: from, to: to)
-            case .failure(let failed): decision = .wait(from: from, to: to, why: "it did not prove itself there: \(failed.message)")
+            case .success: decision = .follow(from: from, to: to, by: .name)
+            case .failure(let failed): decision = .wait(from: from, to: to, by: .name, why: "it did not prove itself there: \(failed.message)")
             }
         }
         // The server answered again meanwhile: it did not move.
@@ -333,7 +347,7 @@ public actor ServerChooser {
     private func decided(_ decision: PinMoves.Decision, pin current: Pin) async {
         guard decision != (await pin.move) else { return }
         await pin.decided(decision)
-        if case .follow(_, let to) = decision {
+        if case .follow(_, let to, _) = decision {
             let moved = current.how == .configured ? await pin.moveConfigured(to: to) : try? await pin.move(to: to)
             guard let moved else { return }
             await follow(moved)
@@ -374,6 +388,7 @@ public actor ServerChooser {
         newcomers.forget()
         await pin.decided(.stay)
         pinnedAnswers = true
+        reached = false
         await link.follow(pinned)
     }
 
@@ -398,6 +413,7 @@ public actor ServerChooser {
     private func heard(_ health: ServerHealth) async {
         guard let current = await pin.current(), health.url == current.url else { return }
         pinnedAnswers = health.reachable != false
+        reached = health.reachable == true
         await reportNewcomers()
     }
 

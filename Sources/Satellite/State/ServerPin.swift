@@ -16,9 +16,11 @@ public actor ServerPin {
     private let stateDirectory: String
     private let configuredURL: String?
     private var configuredToken: TokenKind?
-    /// What a configured server's name stood for when it first resolved (empty until then), kept in
+    /// What a configured server's name stood for when it first resolved (empty until then), and the
+    /// Bonjour instance that announced it there when it answered (nil until one did), kept in
     /// <state>/configured.json, so that a restart does not ask the name again.
     private var configuredAddresses: [String] = []
+    private var configuredInstance: String?
     /// configured.json's path.
     public nonisolated let configuredFile: String
     /// The last move of the server in use decided (ServerChooser), for doctor: one that waits
@@ -57,14 +59,14 @@ public actor ServerPin {
         stored = ServerPin.read(file, bus: bus)
         // Addresses found for another server.url than today's are not this one's.
         if let url = configuredURL?.trimmed() {
-            configuredAddresses = ServerPin.configuredAddresses(of: url, in: configuredFile)
+            (configuredAddresses, configuredInstance) = ServerPin.configuredPlace(of: url, in: configuredFile)
         }
     }
 
     /// The server in use: the configured one, else the stored pin, else nil (look for one).
     public func current() -> Pin? {
         PinPolicy.serverInUse(configuredURL: configuredURL, stored: stored, now: startedAt, configuredToken: configuredToken,
-                              configuredAddresses: configuredAddresses)
+                              configuredAddresses: configuredAddresses, configuredInstance: configuredInstance)
     }
 
     /// Looks up the name of a configured server once, until it resolves: from then on it is
@@ -75,7 +77,7 @@ public actor ServerPin {
               let address = ServerAddress(url), !PinMoves.isAddress(address.host) else { return false }
         let found = PinMoves.pinnable(host: address.host, resolved: await NameLookup.addresses(of: address.host))
         guard configuredAddresses.isEmpty, !found.isEmpty else { return false }
-        await keepConfigured(url: url, addresses: found)
+        await keepConfigured(url: url, addresses: found, instance: nil)
         bus.notice(.info, "The configured server \(address.host) is reached at \(found.joined(separator: ", ")) from now on "
                    + "(kept in \(configuredFile); remove it to look the name up again).",
                    ["addresses": found.joined(separator: ",")])
@@ -85,14 +87,28 @@ public actor ServerPin {
     /// The configured server followed to `addresses` (PinMoves decided so, and it proved itself there).
     public func moveConfigured(to addresses: [String]) async -> Pin? {
         guard let url = configuredURL.map({ $0.trimmed() }), current()?.how == .configured, !addresses.isEmpty else { return nil }
-        await keepConfigured(url: url, addresses: addresses)
+        await keepConfigured(url: url, addresses: addresses, instance: configuredInstance)
         return current()
     }
 
+    /// Records the Bonjour instance that announces the configured server where it answers, once:
+    /// on plain http, only that instance can show where it went (PinMoves).
+    public func announcedConfigured(by instance: String) async {
+        guard let url = configuredURL.map({ $0.trimmed() }), current()?.how == .configured, configuredInstance == nil,
+              !configuredAddresses.isEmpty else { return }
+        await keepConfigured(url: url, addresses: configuredAddresses, instance: instance)
+        bus.notice(.info, "The configured server \(ServerAddress(url)?.host ?? url) is announced by the Bonjour instance \"\(instance)\": "
+                   + "on plain http it is followed only where that instance announces it, as server.followMoves says "
+                   + "(kept in \(configuredFile)).", ["instance": instance])
+    }
+
     /// Records where the configured server is, for this run and in configured.json.
-    private func keepConfigured(url: String, addresses: [String]) async {
+    private func keepConfigured(url: String, addresses: [String], instance: String?) async {
         configuredAddresses = addresses
-        let placed: JSONValue = ["url": .string(url), "addresses": .array(addresses.map(JSONValue.string))]
+        configuredInstance = instance
+        var fields: [String: JSONValue] = ["url": .string(url), "addresses": .array(addresses.map(JSONValue.string))]
+        if let instance { fields["instance"] = .string(instance) }
+        let placed = JSONValue.object(fields)
         do {
             try await thread.run(throwing: { [stateDirectory, configuredFile, data = Array((placed.text + "\n").utf8)] () throws(AtomicFile.Failure) in
                 try AtomicFile.makeFolder(stateDirectory, mode: 0o700)
@@ -205,16 +221,17 @@ public actor ServerPin {
         }
     }
 
-    /// The stored pin, or nil when there is no file or it cannot be used (then a warning says why).
-    /// The addresses configured.json keeps for `url`; none when it keeps another URL's, or is
-    /// missing or unreadable (the name is then looked up again).
-    private static func configuredAddresses(of url: String, in file: String) -> [String] {
+    /// The addresses and instance configured.json keeps for `url`; none when it keeps another URL's,
+    /// or is missing or unreadable (the name is then looked up again).
+    private static func configuredPlace(of url: String, in file: String) -> (addresses: [String], instance: String?) {
         guard let data = try? FileSystem.read(file), let fields = (try? JSONValue.parse(data))?.objectValue,
-              fields["url"]?.stringValue == url, let list = fields["addresses"]?.arrayValue else { return [] }
+              fields["url"]?.stringValue == url, let list = fields["addresses"]?.arrayValue else { return ([], nil) }
         let addresses = list.compactMap(\.stringValue)
-        return addresses.count == list.count && addresses.allSatisfy(PinMoves.isAddress) ? addresses : []
+        guard addresses.count == list.count, addresses.allSatisfy(PinMoves.isAddress) else { return ([], nil) }
+        return (addresses, fields["instance"]?.stringValue)
     }
 
+    /// The stored pin, or nil when there is no file or it cannot be used (then a warning says why).
     private static func read(_ file: String, bus: EventBus) -> Pin? {
         guard let data = try? FileSystem.read(file) else {
             if FileSystem.exists(file) {

@@ -220,9 +220,9 @@ public enum DoctorRules {
                     "\(found) The pin holds no address for \(host), so it is sent no token: the name would be looked up "
                         + "afresh for each request, and whoever answered for it would get the token.", fix: "parlourctl use \(inUse.url)")
         }
-        if case .wait(let from, let to, let why) = inUse.move {
+        if case .wait(let from, let to, let by, let why) = inUse.move {
             return DoctorCheck(.serverPinned, .fail,
-                "\(found) It no longer answers at \(from.joined(separator: ", ")), and \(PinMoves.seen(inUse.how)) at "
+                "\(found) It no longer answers at \(from.joined(separator: ", ")), and \(by.says) at "
                     + "\(to.joined(separator: ", ")). It was not followed (\(why)) and nothing was sent there.",
                 fix: PinMoves.fix(url: inUse.url, how: inUse.how, configuredFile: inUse.configuredFile))
         }

@@ -5,9 +5,10 @@
 // resolves elsewhere proves nothing, and on plain http nothing but the pinned
 // Bonjour instance announcing the new address, while the old one is silent,
 // counts; on https the pinned key proves the server wherever it is. A server
-// configured by name has no instance: on http its name resolving elsewhere is
-// never followed, on https the certificate checked for the name at the new
-// addresses proves it (or the pinned key, when there is one).
+// configured by name is given the instance that announces it where it first
+// answers, if one does: on http only that instance is heard, as for any pin, and
+// its name resolving elsewhere is never followed; on https the certificate
+// checked for the name at the new addresses proves it (or the pinned key).
 import Glibc
 
 /// The pure rules of addresses and moves.
@@ -40,13 +41,29 @@ public enum PinMoves {
         }
     }
 
+    /// Who said where the server is now.
+    public enum Witness: Sendable, Equatable {
+        /// The Bonjour instance the pin keeps announces it there.
+        case instance
+        /// The configured server's name resolves there now.
+        case name
+
+        /// The words for people, after "and".
+        public var says: String {
+            switch self {
+            case .instance: "its own Bonjour instance announces it"
+            case .name: "its name now resolves to it"
+            }
+        }
+    }
+
     public enum Decision: Sendable, Equatable {
         /// Nothing to do: it answers, nothing moved, or nobody announced it elsewhere.
         case stay
         /// Follow it: pin these addresses instead (the journal names both).
-        case follow(from: [String], to: [String])
-        /// It was announced elsewhere, but it may not be followed: a person decides. `why` says what.
-        case wait(from: [String], to: [String], why: String)
+        case follow(from: [String], to: [String], by: Witness)
+        /// It was seen elsewhere, but it may not be followed: a person decides. `why` says what.
+        case wait(from: [String], to: [String], by: Witness, why: String)
         /// The configured https server's name resolves there now: follow it once it proves itself
         /// there (the normal TLS check for its name, before any token); `.wait` when it does not.
         case prove(from: [String], to: [String])
@@ -63,29 +80,49 @@ public enum PinMoves {
         let to = pinnable(host: address.host, resolved: own.addresses)
         guard !to.isEmpty, Set(to) != Set(pin.addresses), Set(to).isDisjoint(with: pin.addresses) else { return .stay }
         if !followMoves {
-            return .wait(from: pin.addresses, to: to, why: "server.followMoves is false")
+            return .wait(from: pin.addresses, to: to, by: .instance, why: "server.followMoves is false")
         }
         if address.scheme == "https" && pin.key == nil {
-            return .wait(from: pin.addresses, to: to, why: "no key is pinned for this https server")
+            return .wait(from: pin.addresses, to: to, by: .instance, why: "no key is pinned for this https server")
         }
-        return .follow(from: pin.addresses, to: to)
+        return .follow(from: pin.addresses, to: to, by: .instance)
     }
 
-    /// With the configured server silent at its kept addresses, whether to follow its name,
-    /// which now resolves to `resolved`. Plain http: never (whoever answers for a name gets it);
-    /// https: once the server there proves itself; `followMoves` false makes every move wait.
-    public static func decideConfigured(_ pin: Pin, pinnedAnswers: Bool, resolved: [String], followMoves: Bool) -> Decision {
+    /// With the configured server silent at its kept addresses, whether to follow it. Plain http:
+    /// where its own instance (recorded when it first answered) announces it, as for any pin, and
+    /// never where its name alone now resolves (`resolved`); https: where its name resolves, once
+    /// the server there proves itself. `followMoves` false makes every move wait.
+    public static func decideConfigured(_ pin: Pin, pinnedAnswers: Bool, resolved: [String], announced: [Announcement],
+                                        followMoves: Bool) -> Decision {
         guard !pinnedAnswers, pin.how == .configured, !pin.addresses.isEmpty, let address = ServerAddress(pin.url) else { return .stay }
+        if address.scheme != "https" {
+            let byInstance = decide(pin, pinnedAnswers: pinnedAnswers, announced: announced, followMoves: followMoves)
+            if byInstance != .stay { return byInstance }
+        }
         let to = pinnable(host: address.host, resolved: resolved)
         // Still standing at one of its addresses: the server is down, not moved.
         guard !to.isEmpty, Set(to).isDisjoint(with: pin.addresses) else { return .stay }
         if !followMoves {
-            return .wait(from: pin.addresses, to: to, why: "server.followMoves is false")
+            return .wait(from: pin.addresses, to: to, by: .name, why: "server.followMoves is false")
         }
         if address.scheme != "https" {
-            return .wait(from: pin.addresses, to: to, why: "on plain http a name that resolves elsewhere proves nothing")
+            let heard = pin.instance.map { "; only its own Bonjour instance \"\($0)\" announcing it there would" }
+                ?? ", and no Bonjour instance announced this server where it answered"
+            return .wait(from: pin.addresses, to: to, by: .name, why: "on plain http a name that resolves elsewhere proves nothing" + heard)
         }
         return .prove(from: pin.addresses, to: to)
+    }
+
+    /// The Bonjour instance that announces the configured plain-http server where it answers: the
+    /// one instance that announces its host and port at one of its kept addresses. Nil when none
+    /// does, or several do (which of them is the server's own is then unknown), and on https, where
+    /// the certificate proves a move and an instance's word is not asked.
+    public static func announcer(of pin: Pin, found: [DiscoveredServer]) -> String? {
+        guard pin.how == .configured, let address = ServerAddress(pin.url), address.scheme == "http" else { return nil }
+        let names = Set(found.filter { server in
+            address.isAt(host: server.host, port: server.port) && !Set(server.addresses).isDisjoint(with: pin.addresses)
+        }.map(\.name))
+        return names.count == 1 ? names.first : nil
     }
 
     /// What a person runs to move the pin where it was seen.
@@ -103,20 +140,15 @@ public enum PinMoves {
         switch decision {
         case .stay, .prove:
             return nil
-        case .follow(let from, let to):
+        case .follow(let from, let to, let by):
             return .notice(.notice,
-                "The pinned server \(pin.name) (\(pin.url)) no longer answers at \(from.joined(separator: ", ")), and \(seen(pin.how)) "
+                "The pinned server \(pin.name) (\(pin.url)) no longer answers at \(from.joined(separator: ", ")), and \(by.says) "
                     + "at \(to.joined(separator: ", ")): following it there.", fields: fields(from, to))
-        case .wait(let from, let to, let why):
+        case .wait(let from, let to, let by, let why):
             return .notice(.warning,
-                "The pinned server \(pin.name) (\(pin.url)) no longer answers at \(from.joined(separator: ", ")), and \(seen(pin.how)) "
+                "The pinned server \(pin.name) (\(pin.url)) no longer answers at \(from.joined(separator: ", ")), and \(by.says) "
                     + "at \(to.joined(separator: ", ")). It was not followed (\(why)) and nothing was sent there. To move to it: "
                     + fix(url: pin.url, how: pin.how, configuredFile: configuredFile), fields: fields(from, to))
         }
-    }
-
-    /// Who said where the server is now.
-    static func seen(_ how: PinHow) -> String {
-        how == .configured ? "its name now resolves to it" : "its own Bonjour instance announces it"
     }
 }

@@ -39,14 +39,16 @@ public enum PinPolicy {
 
     /// The server in use: `server.url` from the config (`configured`), else the stored pin,
     /// else nil, and the satellite must look. `now` stands as `pinnedAt` of a configured server,
-    /// `configuredToken` as its token's place, and `configuredAddresses` as its addresses (what its
-    /// name stood for when first looked up: it is pinned to them like any other server).
+    /// `configuredToken` as its token's place, `configuredAddresses` as its addresses (what its
+    /// name stood for when first looked up: it is pinned to them like any other server) and
+    /// `configuredInstance` as the Bonjour instance that announced it there, if one did.
     public static func serverInUse(configuredURL: String?, stored: Pin?, now: WallTime, configuredToken: TokenKind? = .state,
-                                   configuredAddresses: [String] = []) -> Pin? {
+                                   configuredAddresses: [String] = [], configuredInstance: String? = nil) -> Pin? {
         if let url = configured(configuredURL) {
             var pin = Pin(url: url, name: ServerAddress(url)?.host ?? url, how: .configured, pinnedAt: now,
                           tokenSource: configuredToken)
             pin.addresses = configuredAddresses
+            pin.instance = configuredInstance
             return pin
         }
         guard let stored, stored.how != .configured else { return nil }
