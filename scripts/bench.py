@@ -1646,7 +1646,7 @@ def main():
     parser.add_argument("--callgrind-runs", type=int, default=1)
     parser.add_argument("--callgrind-seconds", type=float, default=20, help="How long callgrind counts (0: no callgrind).")
     parser.add_argument("--no-wyoming", dest="wyoming", action="store_false", help="Measure ours alone.")
-    parser.add_argument("--time-limit", type=float, default=1500, help="Give up after this many seconds.")
+    parser.add_argument("--time-limit", type=float, default=2100, help="Give up after this many seconds.")
     parser.add_argument("--keep", action="store_true", help="Keep the working folder (logs, traces, callgrind dumps).")
     parser.add_argument("--command", default="scripts/bench", help=argparse.SUPPRESS)
     args = parser.parse_args()

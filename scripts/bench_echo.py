@@ -7,9 +7,12 @@
 # the path grew by what was missing, within an answer (the daemon measured
 # 191 then 198, 185 then 206, 177 then 188 ms), where a card on one clock
 # keeps its delay. Measured: ERLE on speech and on music-like tones (the capture's copy before processing against `meter`
-# after it), the wake word said over an answer at speaker-to-talker ratios of
-# 0, 6 and 12 dB (detected or not; the decision to playback stopped), and CPU
-# and RSS over an answer with the processing on and off. Easy to get wrong: the
+# after it); ERLE in each wake mode over two answers (what the room wrote into
+# the microphone against `meter`, window by window, as EchoModesTests does);
+# the wake word said over an answer at speaker-to-talker ratios of 0, 6 and
+# 12 dB with the daemon's ear (detected or not; the decision to playback
+# stopped), and at 6 dB with the test server's stand-in wake; and CPU and RSS
+# over an answer with the processing on and off. Easy to get wrong: the
 # room's FIFOs are held read-write and non-blocking, so nothing here blocks on
 # the daemon nor the daemon on it; and the talker's level is set against the
 # echo's as the microphone hears it (the same sox chain, offline).
@@ -313,6 +316,7 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
         try:
             b.await_notify(notify, daemon, "READY=1", 10)
             b.await_log(log, "Connected to the server's /listen.", daemon, 15)
+            connected = time.monotonic()
             for turn in range(2):
                 text = open(log).read()
                 listening, speaking, idle = (text.count(f"State {s}.") for s in ("listening", "speaking", "idle"))
@@ -346,6 +350,7 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
             notify.close()
             room.stop()
             b.knobs(speakingHoldMs=250)
+        self.room_note(f"The echo room with wake {wake}, run {number}", room, log, connected)
         return erle
 
     def modes(self, runs):
@@ -359,18 +364,21 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
 
     def barge_server(self, ratio_db, trials):
         """`trials` answers in wake server with the wake word said over each, the echo `ratio_db` louder
-        than the talker. The test server's stand-in wake word is any loud 240 ms of what the satellite
-        streams, heard from 2 s into an answer; its `stop` ends the playback (the daemon's `Playback
-        stopped.`): within the word and 2 s after it, the word was heard; before it, the echo woke it."""
+        than the talker. The test server's stand-in wake word is any 240 ms of what the satellite streams
+        over -48 dBFS, heard from 2 s into an answer: the word said 6 dB under this room's echo is about
+        -38 dBFS, the echo -32 before cancelling and -57 after 25 dB of it. Its `stop` ends the playback
+        (the daemon's `Playback stopped.`): from the word to 3 s after it, the word was heard; before
+        it, the echo woke the server."""
         b = self.bench
         b.check_time(f"barge-in with wake server at {ratio_db} dB")
-        b.knobs(audioFile=b.path("answer16.wav"), wake="loud", speakingHoldMs=2000)
+        b.knobs(audioFile=b.path("answer16.wav"), wake="loud", speakingHoldMs=2000, loudThreshold=0.004)
         d, room, env, daemon, notify, log = self.in_room(f"barge-server{ratio_db}", "server", {"leadingSilenceMs": 1500})
         quiet = self.wake_under(ratio_db)
-        heard, echoed = 0, 0
+        heard, echoed, outcomes = 0, 0, []
         try:
             b.await_notify(notify, daemon, "READY=1", 10)
             b.await_log(log, "Connected to the server's /listen.", daemon, 15)
+            listening = time.monotonic()
             for trial in range(trials):
                 speaking = open(log).read().count("State speaking.")
                 room.say(self.wake + self.question)
@@ -379,7 +387,7 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
                 began = time.monotonic_ns()
                 room.say(array.array("h", [0] * 40000) + quiet)
                 said = began + 2_500_000_000
-                end = said + int((len(quiet) / 16000 + 2) * 1e9)
+                end = said + int((len(quiet) / 16000 + 3) * 1e9)
                 # The answer stopped (the server's `stop`), or played to its end (the daemon idle again).
                 stopped, until = None, time.monotonic() + 30
                 while stopped is None and state(log) != "idle" and time.monotonic() < until and daemon.poll() is None:
@@ -390,16 +398,19 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
                     heard += 1
                 elif stopped is not None and stopped < said:
                     echoed += 1
+                outcomes.append("played on" if stopped is None else f"{(stopped - said) / 1e9:+.2f}")
                 self.settle(log, daemon, env)
         finally:
             b.stop_others()
             notify.close()
             room.stop()
-            b.knobs(speakingHoldMs=250)
+            b.knobs(speakingHoldMs=250, loudThreshold=0.012)
         self.fig[f"barge_server_{ratio_db}"].samples.append(heard / trials)
         b.notes.append(f"Wake word over an answer with wake server (the test server's stand-in wake), echo {ratio_db} dB "
                        f"over the talker: {heard} of {trials}; the answer stopped before the word was said (its echo "
-                       f"woke the server) {echoed} times.")
+                       f"woke the server) {echoed} times. Each trial, playback stopped this long after the word began "
+                       f"(s): {', '.join(outcomes)}.")
+        self.room_note(f"The echo room with wake server at {ratio_db} dB", room, log, listening)
 
     def settle(self, log, daemon, env):
         """Returns once the daemon has been idle for 2 s; an answer the server gives to what it heard
@@ -496,10 +507,14 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
         self.bench.notes.append(
             f"Each trial at {ratio_db} dB (heard, microphone periods dropped and echo samples short while the word was said): "
             + "; ".join(f"{'heard' if woke else 'missed'} {lost} {short}" for woke, lost, short in outcomes) + ".")
-        delays = re.findall(r"Echo delay measured\..*\bdelay_ms=(-?\d+)", text)
-        dropped = [t for t in room.dropped if t > listening]
+        self.room_note(f"The echo room at {ratio_db} dB", room, log, listening)
+
+    def room_note(self, which, room, log, since):
+        """A note of what moved the room's echo path from `since` on, and the delays the daemon measured."""
+        delays = re.findall(r"Echo delay measured\..*\bdelay_ms=(-?\d+)", open(log).read())
+        dropped = [t for t in room.dropped if t > since]
         self.bench.notes.append(
-            f"The echo room at {ratio_db} dB: {len(dropped)} microphone periods dropped while the ear was open, the echo "
+            f"{which}: {len(dropped)} microphone periods dropped while the daemon listened, the echo "
             f"short {len(room.short)} times ({sum(n for _, n in room.short)} samples in all); delays measured (ms): {' '.join(delays)}.")
 
 
