@@ -380,14 +380,8 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
             b.await_log(log, "Connected to the server's /listen.", daemon, 15)
             listening = time.monotonic()
             for trial in range(trials):
-                speaking = open(log).read().count("State speaking.")
-                room.say(self.wake + self.question)
-                if not self.await_count(log, "State speaking.", speaking + 1, daemon, 30):
-                    raise self.error(f"barge-in with wake server, trial {trial}: the answer did not play; see {log} (--keep)")
-                began = time.monotonic_ns()
-                room.say(array.array("h", [0] * 40000) + quiet)
-                said = began + 2_500_000_000
-                end = said + int((len(quiet) / 16000 + 3) * 1e9)
+                said = int(self.word_over_answer(room, log, daemon, quiet, f"barge-in with wake server, trial {trial}") * 1e9)
+                began, end = said - 2_500_000_000, said + int((len(quiet) / 16000 + 3) * 1e9)
                 # The answer stopped (the server's `stop`), or played to its end (the daemon idle again).
                 stopped, until = None, time.monotonic() + 30
                 while stopped is None and state(log) != "idle" and time.monotonic() < until and daemon.poll() is None:
@@ -460,12 +454,7 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
             listening = time.monotonic()
             for trial in range(trials):
                 wakes = open(log).read().count("Heard the wake word")
-                speaking = open(log).read().count("State speaking.")
-                room.say(self.wake + self.question)
-                if not self.await_count(log, "State speaking.", speaking + 1, daemon, 30):
-                    raise self.error(f"barge-in trial {trial}: the answer did not play; see {log} (--keep)")
-                room.say(array.array("h", [0] * 40000) + quiet)
-                said = time.monotonic() + 2.5
+                said = self.word_over_answer(room, log, daemon, quiet, f"barge-in trial {trial}")
                 heard = self.await_count(log, "Heard the wake word", wakes + 2, daemon, 8)
                 if heard:
                     detected += 1
@@ -503,11 +492,21 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
         key = f"barge_rate_{ratio_db}"
         if key in self.fig:
             self.fig[key].samples.append(detected / trials)
-        self.bench.notes.append(f"Wake word over an answer, echo {ratio_db} dB over the talker: {detected} of {trials}.")
+        self.bench.notes.append(f"Wake word over an answer with wake local, echo {ratio_db} dB over the talker: {detected} of {trials}.")
         self.bench.notes.append(
             f"Each trial at {ratio_db} dB (heard, microphone periods dropped and echo samples short while the word was said): "
             + "; ".join(f"{'heard' if woke else 'missed'} {lost} {short}" for woke, lost, short in outcomes) + ".")
         self.room_note(f"The echo room at {ratio_db} dB", room, log, listening)
+
+    def word_over_answer(self, room, log, daemon, word, what):
+        """The wake word and a question said, then `word` 2.5 s into the answer; returns when it was said
+        (monotonic), which the daemon hears HOLD later."""
+        speaking = open(log).read().count("State speaking.")
+        room.say(self.wake + self.question)
+        if not self.await_count(log, "State speaking.", speaking + 1, daemon, 30):
+            raise self.error(f"{what}: the answer did not play; see {log} (--keep)")
+        room.say(array.array("h", [0] * 40000) + word)
+        return time.monotonic() + 2.5
 
     def room_note(self, which, room, log, since):
         """A note of what moved the room's echo path from `since` on, and the delays the daemon measured."""
