@@ -513,7 +513,7 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
         delays = re.findall(r"Echo delay measured\..*\bdelay_ms=(-?\d+)", open(log).read())
         dropped = [t for t in room.dropped if t > since]
         self.bench.notes.append(
-            f"{which}: {len(dropped)} microphone periods dropped while the daemon listened, the echo "
+            f"{which}: {len(dropped)} microphone periods dropped (the daemon was not reading), the echo "
             f"short {len(room.short)} times ({sum(n for _, n in room.short)} samples in all); delays measured (ms): {' '.join(delays)}.")
 
 
