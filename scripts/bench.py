@@ -28,7 +28,7 @@ import threading
 import time
 import urllib.request
 
-from bench_echo import EchoBench
+from bench_echo import MODES, EchoBench
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 QUESTION = "what time is it in the kitchen"
@@ -1559,7 +1559,7 @@ def aims():
     judge("The satellite and the reference decide alike on every clip of the corpus", median("corpus_unlike"),
           lambda v: v == 0, " unlike")
     judge("ERLE on speech of 25 dB or more after 2 s", median("erle_speech_db"), lambda v: v >= 25, " dB")
-    for wake in ("push", "local", "server"):
+    for wake in MODES:
         judge(f"Echo cancelled by 25 dB within 2 s of the first answer, wake {wake}", median(f"erle_{wake}_first_db"),
               lambda v: v >= 25, " dB")
         judge(f"… and from the first half second of a later answer, wake {wake}", median(f"erle_{wake}_later_db"),
