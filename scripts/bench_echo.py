@@ -7,9 +7,12 @@
 # the path grew by what was missing, within an answer (the daemon measured
 # 191 then 198, 185 then 206, 177 then 188 ms), where a card on one clock
 # keeps its delay. Measured: ERLE on speech and on music-like tones (the capture's copy before processing against `meter`
-# after it), the wake word said over an answer at speaker-to-talker ratios of
-# 0, 6 and 12 dB (detected or not; the decision to playback stopped), and CPU
-# and RSS over an answer with the processing on and off. Easy to get wrong: the
+# after it); ERLE in each wake mode over two answers (what the room wrote into
+# the microphone against `meter`, window by window, as EchoModesTests does);
+# the wake word said over an answer at speaker-to-talker ratios of 0, 6 and
+# 12 dB with the daemon's ear (detected or not; the decision to playback
+# stopped), and at 6 dB with the test server's stand-in wake; and CPU and RSS
+# over an answer with the processing on and off. Easy to get wrong: the
 # room's FIFOs are held read-write and non-blocking, so nothing here blocks on
 # the daemon nor the daemon on it; and the talker's level is set against the
 # echo's as the microphone hears it (the same sox chain, offline).
@@ -39,6 +42,8 @@ ROOM = ["reverb", "40", "50", "60", "vol", "-12dB"]
 # the live misses (the daemon's own near and reference, dumped and heard again offline, missed
 # exactly where live did; with 320 ms its microphone is the room's sample for sample).
 HOLD = 10240
+# The wake modes, each with the microphone's period it reads: push 20 ms, local 120, server 80.
+MODES = ("push", "local", "server")
 ANSWER = ("The weather today is mostly sunny with a light breeze from the west, and temperatures reaching "
           "twenty degrees by the afternoon. Tomorrow brings rain in the morning, clearing later, so take an umbrella.")
 
@@ -66,6 +71,8 @@ class EchoRoom:
         # What moved the room's echo path, for the bench's notes: microphone periods dropped because the
         # daemon was not reading, and echo that ran short while an answer played (the path grew by it).
         self.dropped, self.short = [], []
+        # The energy (sum of squares, full scale 1) of each period written into the microphone, and when.
+        self.written = []
         self.heard_at = 0.0
         # The room on one timeline of 20 ms ticks from `started`: what the microphone was given
         # (dropped or not) and what the speaker played, for a trial to be cut out and heard again
@@ -89,6 +96,14 @@ class EchoRoom:
         """`samples`: an array of 16-bit samples."""
         with self.lock:
             self.talker.extend(samples)
+
+    def heard_dbfs(self, start, end):
+        """The mean power (dBFS) of what went into the microphone from `start` to `end` (monotonic, by
+        when it was written), or None when nothing was. It is read HOLD (320 ms) after it was written."""
+        periods = [energy for at, energy in list(self.written) if start <= at < end]
+        if not periods:
+            return None
+        return 10 * math.log10(max(sum(periods) / (len(periods) * 320), 1e-12))
 
     def stop(self):
         self.stopped = True
@@ -144,10 +159,42 @@ class EchoRoom:
             fcntl.ioctl(self.mic_fd, termios.FIONREAD, queued)
             if queued[0] < HOLD:
                 os.write(self.mic_fd, period.tobytes())
+                self.written.append((time.monotonic(), sum(s * s for s in period) / 32768 ** 2))
             else:
                 self.dropped.append(time.monotonic())
             next_tick += 0.02
             time.sleep(max(0, next_tick - time.monotonic()))
+
+
+def meter(d, seconds):
+    """`seconds` of the daemon's `meter` on its processed microphone: (monotonic, dBFS) every 100 ms,
+    each with when it came; `d` is the daemon's folder (control.sock)."""
+    control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    control.connect(os.path.join(d, "control.sock"))
+    control.sendall(b'{"v": 1, "id": "m", "cmd": "meter", "seconds": %d, "processed": true}\n' % seconds)
+    levels, buffer = [], b""
+    with control:
+        while chunk := control.recv(65536):
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                value = json.loads(line)
+                if value.get("event") == "level":
+                    levels.append((time.monotonic(), value["rms"]))
+                if value.get("id") == "m":
+                    return levels
+    return levels
+
+
+def state(log):
+    """The daemon's last state (`State idle.` and the like) in its log, or None."""
+    states = re.findall(r"\bState (\w+)\.", open(log).read())
+    return states[-1] if states else None
+
+
+def mean_dbfs(levels):
+    """The mean power of levels in dBFS, in dBFS."""
+    return 10 * math.log10(max(sum(10 ** (level / 10) for level in levels) / max(1, len(levels)), 1e-12))
 
 
 class EchoBench:
@@ -183,6 +230,23 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
 """)
         return f"{name}mic", f"{name}speaker"
 
+    def in_room(self, name, wake, audio):
+        """A daemon (transport stream, `wake`, `audio` settings) in a room of its own in folder `name`:
+        returns (its folder, the room, its environment, the process, its notify socket, its log)."""
+        b = self.bench
+        d = b.path(name)
+        os.makedirs(d)
+        room = EchoRoom(d)
+        mic, speaker = self.room_devices(d, room)
+        env = b.daemon_env(d, {"transport": "stream", "wake": wake, "audio": {"input": mic, "output": speaker, **audio}})
+        daemon, notify, _ = b.start_daemon(d, env)
+        return d, room, env, daemon, notify, os.path.join(d, "daemon.log")
+
+    def wake_under(self, ratio_db):
+        """The wake word at the level that puts the answer's echo `ratio_db` over it at the microphone."""
+        gain = self.echo_rms / max(1.0, rms(self.wake[4800:-4800])) / 10 ** (ratio_db / 20)
+        return array.array("h", [max(-32768, min(32767, int(s * gain))) for s in self.wake])
+
     def await_count(self, log, text, count, daemon, timeout):
         until = time.monotonic() + timeout
         while open(log).read().count(text) < count:
@@ -196,15 +260,8 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
         b = self.bench
         b.check_time(f"echo run {number}")
         b.knobs(audioFile=b.path(answer), wake="never")
-        d = b.path(f"echo{number}")
-        os.makedirs(d)
-        room = EchoRoom(d)
-        mic, speaker = self.room_devices(d, room)
-        env = b.daemon_env(d, {"transport": "stream", "wake": "push", "audio": {
-            "input": mic, "output": speaker, "leadingSilenceMs": 4000, "echoCancel": processing,
-            "noiseSuppression": False, "autoGain": False}})
-        daemon, notify, _ = b.start_daemon(d, env)
-        log = os.path.join(d, "daemon.log")
+        d, room, env, daemon, notify, log = self.in_room(f"echo{number}", "push", {
+            "leadingSilenceMs": 4000, "echoCancel": processing, "noiseSuppression": False, "autoGain": False})
         try:
             b.await_notify(notify, daemon, "READY=1", 10)
             b.await_log(log, "Connected to the server's /listen.", daemon, 15)
@@ -216,29 +273,10 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
             room.say(self.question)
             if not self.await_count(log, "State speaking.", 1, daemon, 30):
                 raise self.error(f"echo run {number}: the answer did not play; see {log} (--keep)")
-            control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            control.connect(os.path.join(d, "control.sock"))
             cpu0, t0 = self.cpu_seconds(daemon.pid), time.monotonic()
-            control.sendall(b'{"v": 1, "id": "m", "cmd": "meter", "seconds": 6, "processed": true}\n')
-            levels, buffer = [], b""
-            while True:
-                chunk = control.recv(65536)
-                if not chunk:
-                    break
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                done = False
-                for line in lines:
-                    value = json.loads(line)
-                    if value.get("event") == "level":
-                        levels.append(value["rms"])
-                    if value.get("id") == "m":
-                        done = True
-                if done:
-                    break
+            levels = [level for _, level in meter(d, 6)]
             cpu = (self.cpu_seconds(daemon.pid) - cpu0) / (time.monotonic() - t0) * 60
             rss = self.mb(self.own_status(daemon.pid)["VmRSS"])
-            control.close()
             ctl.wait(60)
         finally:
             b.stop_others()
@@ -262,6 +300,125 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
             self.fig["erle_off_db"].samples.append(erle)
             self.fig["echo_cpu_off"].samples.append(cpu)
             self.fig["echo_rss_off"].samples.append(rss)
+
+    def mode_once(self, number, wake):
+        """Two answers in the room with `wake`, each turn asked as that mode asks one (the server's
+        stand-in wake hears the question; otherwise `parlourctl listen`); returns the ERLE (dB) of the
+        first answer from 2 s after its echo's first sound and of the second from half a second."""
+        b = self.bench
+        b.check_time(f"echo with wake {wake}, run {number}")
+        # The server's speaking flag is held until `spoke`: its stand-in wake word (any loud 240 ms)
+        # would take an uncancelled echo for a wake and stop the answer being measured.
+        b.knobs(audioFile=b.path("answer16.wav"), wake="loud" if wake == "server" else "never", speakingHoldMs=60000)
+        d, room, env, daemon, notify, log = self.in_room(f"mode-{wake}{number}", wake, {
+            "leadingSilenceMs": 4000, "echoCancel": True, "noiseSuppression": False, "autoGain": False})
+        erle = []
+        try:
+            b.await_notify(notify, daemon, "READY=1", 10)
+            b.await_log(log, "Connected to the server's /listen.", daemon, 15)
+            connected = time.monotonic()
+            for turn in range(2):
+                text = open(log).read()
+                listening, speaking, idle = (text.count(f"State {s}.") for s in ("listening", "speaking", "idle"))
+                ctl = None
+                if wake != "server":
+                    ctl = b.procs.start([os.path.join(b.bin, "parlourctl"), "--json", "listen"], env=env,
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                    if not self.await_count(log, "State listening.", listening + 1, daemon, 15):
+                        raise self.error(f"echo with wake {wake}: turn {turn + 1} did not start; see {log} (--keep)")
+                room.say(self.question)
+                if not self.await_count(log, "State speaking.", speaking + 1, daemon, 30):
+                    raise self.error(f"echo with wake {wake}: answer {turn + 1} did not play; see {log} (--keep)")
+                levels = meter(d, 7)
+                if ctl:
+                    ctl.wait(60)
+                    b.procs.running.remove(ctl)
+                self.await_count(log, "State idle.", idle + 1, daemon, 30)
+                # What the room put into the microphone over each window: it is read HOLD after it was written.
+                hold = HOLD / 32000
+                heard = [room.heard_dbfs(at - 0.1 - hold, at - hold) or -120 for at, _ in levels]
+                # The answer counts from its echo's first sound: the first from 2 s on, the later from half a second.
+                onset = next((i for i, level in enumerate(heard) if level > -60), None)
+                if onset is None:
+                    raise self.error(f"echo with wake {wake}: answer {turn + 1}'s echo was not heard; see {log} (--keep)")
+                start = onset + (20 if turn == 0 else 5)
+                if len(levels) < start + 10:
+                    raise self.error(f"echo with wake {wake}: the meter measured {len(levels)} windows of answer {turn + 1}")
+                erle.append(mean_dbfs(heard[start:]) - mean_dbfs([level for _, level in levels[start:]]))
+        finally:
+            b.stop_others()
+            notify.close()
+            room.stop()
+            b.knobs(speakingHoldMs=250)
+        self.room_note(f"The echo room with wake {wake}, run {number}", room, log, connected)
+        return erle
+
+    def modes(self, runs):
+        """ERLE in each wake mode, for the first answer after the daemon starts and the next."""
+        for number in range(1, runs + 1):
+            for wake in MODES:
+                print(f"echo with wake {wake}, run {number} of {runs}…", flush=True, file=sys.stderr)
+                first, later = self.mode_once(number, wake)
+                self.fig[f"erle_{wake}_first_db"].samples.append(first)
+                self.fig[f"erle_{wake}_later_db"].samples.append(later)
+
+    def barge_server(self, ratio_db, trials):
+        """`trials` answers in wake server with the wake word said over each, the echo `ratio_db` louder
+        than the talker. The test server's stand-in wake word is any 240 ms of what the satellite streams
+        over -48 dBFS, heard from 2 s into an answer: the word said 6 dB under this room's echo is about
+        -38 dBFS, the echo -32 before cancelling and -57 after 25 dB of it. Its `stop` ends the playback
+        (the daemon's `Playback stopped.`): from the word to 3 s after it, the word was heard; before
+        it, the echo woke the server."""
+        b = self.bench
+        b.check_time(f"barge-in with wake server at {ratio_db} dB")
+        b.knobs(audioFile=b.path("answer16.wav"), wake="loud", speakingHoldMs=2000, loudThreshold=0.004)
+        d, room, env, daemon, notify, log = self.in_room(f"barge-server{ratio_db}", "server", {"leadingSilenceMs": 1500})
+        quiet = self.wake_under(ratio_db)
+        heard, echoed, outcomes = 0, 0, []
+        try:
+            b.await_notify(notify, daemon, "READY=1", 10)
+            b.await_log(log, "Connected to the server's /listen.", daemon, 15)
+            listening = time.monotonic()
+            for trial in range(trials):
+                said = int(self.word_over_answer(room, log, daemon, quiet, f"barge-in with wake server, trial {trial}") * 1e9)
+                began, end = said - 2_500_000_000, said + int((len(quiet) / 16000 + 3) * 1e9)
+                # The answer stopped (the server's `stop`), or played to its end (the daemon idle again).
+                stopped, until = None, time.monotonic() + 30
+                while stopped is None and state(log) != "idle" and time.monotonic() < until and daemon.poll() is None:
+                    time.sleep(0.05)
+                    stops = re.findall(r"^debug: Playback stopped\..*\bmonotonic_ns=(\d+)", open(log).read(), re.M)
+                    stopped = next((int(n) for n in stops if int(n) >= began), None)
+                if stopped is not None and said <= stopped <= end:
+                    heard += 1
+                elif stopped is not None and stopped < said:
+                    echoed += 1
+                outcomes.append("played on" if stopped is None else f"{(stopped - said) / 1e9:+.2f}")
+                self.settle(log, daemon, env)
+        finally:
+            b.stop_others()
+            notify.close()
+            room.stop()
+            b.knobs(speakingHoldMs=250, loudThreshold=0.012)
+        self.fig[f"barge_server_{ratio_db}"].samples.append(heard / trials)
+        b.notes.append(f"Wake word over an answer with wake server (the test server's stand-in wake), echo {ratio_db} dB "
+                       f"over the talker: {heard} of {trials}; the answer stopped before the word was said (its echo "
+                       f"woke the server) {echoed} times. Each trial, playback stopped this long after the word began "
+                       f"(s): {', '.join(outcomes)}.")
+        self.room_note(f"The echo room with wake server at {ratio_db} dB", room, log, listening)
+
+    def settle(self, log, daemon, env):
+        """Returns once the daemon has been idle for 2 s; an answer the server gives to what it heard
+        after a wake (the rest of the word) is cancelled, not waited for."""
+        until, idle_since = time.monotonic() + 60, None
+        while time.monotonic() < until and daemon.poll() is None:
+            now = state(log)
+            if now == "speaking":
+                subprocess.run([os.path.join(self.bench.bin, "parlourctl"), "cancel"], env=env, capture_output=True, timeout=10)
+            idle_since = (idle_since or time.monotonic()) if now == "idle" else None
+            if idle_since and time.monotonic() - idle_since > 2:
+                return
+            time.sleep(0.1)
+        raise self.error(f"the daemon was not idle again within 60 s; see {log} (--keep)")
 
     def offline(self, ratios, trials):
         """The same room offline (OfflineRoom): ERLE, the wake word over an answer at each ratio, and
@@ -288,17 +445,8 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
         b = self.bench
         b.check_time(f"barge-in at {ratio_db} dB")
         b.knobs(audioFile=b.path("answer16.wav"), wake="never")
-        d = b.path(f"barge{ratio_db}")
-        os.makedirs(d)
-        room = EchoRoom(d)
-        mic, speaker = self.room_devices(d, room)
-        env = b.daemon_env(d, {"transport": "stream", "wake": "local", "audio": {
-            "input": mic, "output": speaker, "leadingSilenceMs": 1500}})
-        daemon, notify, _ = b.start_daemon(d, env)
-        log = os.path.join(d, "daemon.log")
-        wake = self.wake
-        gain = self.echo_rms / max(1.0, rms(wake[4800:-4800])) / 10 ** (ratio_db / 20)
-        quiet = array.array("h", [max(-32768, min(32767, int(s * gain))) for s in wake])
+        d, room, env, daemon, notify, log = self.in_room(f"barge{ratio_db}", "local", {"leadingSilenceMs": 1500})
+        quiet = self.wake_under(ratio_db)
         detected, outcomes = 0, []
         try:
             b.await_notify(notify, daemon, "READY=1", 10)
@@ -306,12 +454,7 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
             listening = time.monotonic()
             for trial in range(trials):
                 wakes = open(log).read().count("Heard the wake word")
-                speaking = open(log).read().count("State speaking.")
-                room.say(self.wake + self.question)
-                if not self.await_count(log, "State speaking.", speaking + 1, daemon, 30):
-                    raise self.error(f"barge-in trial {trial}: the answer did not play; see {log} (--keep)")
-                room.say(array.array("h", [0] * 40000) + quiet)
-                said = time.monotonic() + 2.5
+                said = self.word_over_answer(room, log, daemon, quiet, f"barge-in trial {trial}")
                 heard = self.await_count(log, "Heard the wake word", wakes + 2, daemon, 8)
                 if heard:
                     detected += 1
@@ -349,14 +492,28 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
         key = f"barge_rate_{ratio_db}"
         if key in self.fig:
             self.fig[key].samples.append(detected / trials)
-        self.bench.notes.append(f"Wake word over an answer, echo {ratio_db} dB over the talker: {detected} of {trials}.")
+        self.bench.notes.append(f"Wake word over an answer with wake local, echo {ratio_db} dB over the talker: {detected} of {trials}.")
         self.bench.notes.append(
             f"Each trial at {ratio_db} dB (heard, microphone periods dropped and echo samples short while the word was said): "
             + "; ".join(f"{'heard' if woke else 'missed'} {lost} {short}" for woke, lost, short in outcomes) + ".")
-        delays = re.findall(r"Echo delay measured\..*\bdelay_ms=(-?\d+)", text)
-        dropped = [t for t in room.dropped if t > listening]
+        self.room_note(f"The echo room at {ratio_db} dB", room, log, listening)
+
+    def word_over_answer(self, room, log, daemon, word, what):
+        """The wake word and a question said, then `word` 2.5 s into the answer; returns when it was said
+        (monotonic), which the daemon hears HOLD later."""
+        speaking = open(log).read().count("State speaking.")
+        room.say(self.wake + self.question)
+        if not self.await_count(log, "State speaking.", speaking + 1, daemon, 30):
+            raise self.error(f"{what}: the answer did not play; see {log} (--keep)")
+        room.say(array.array("h", [0] * 40000) + word)
+        return time.monotonic() + 2.5
+
+    def room_note(self, which, room, log, since):
+        """A note of what moved the room's echo path from `since` on, and the delays the daemon measured."""
+        delays = re.findall(r"Echo delay measured\..*\bdelay_ms=(-?\d+)", open(log).read())
+        dropped = [t for t in room.dropped if t > since]
         self.bench.notes.append(
-            f"The echo room at {ratio_db} dB: {len(dropped)} microphone periods dropped while the ear was open, the echo "
+            f"{which}: {len(dropped)} microphone periods dropped (the daemon was not reading), the echo "
             f"short {len(room.short)} times ({sum(n for _, n in room.short)} samples in all); delays measured (ms): {' '.join(delays)}.")
 
 
