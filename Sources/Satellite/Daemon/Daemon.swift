@@ -48,6 +48,7 @@ public final class Daemon: Sendable {
             $0.muted = local.muted
             // Loaded before the start (or the daemon would not be running).
             $0.wakeWord = wakeWord.map { WakeWordHealth(model: $0.name, ok: true) }
+            $0.arbitration = ArbitrationHealth(enabled: config.arbitration.enabled)
         }
         keeper.update { $0.muted = local.muted }
 
@@ -82,6 +83,12 @@ public final class Daemon: Sendable {
                             configuredToken: tokens.inForce()?.kind ?? .state, bus: bus)
         let discovery = Discovery(bus: bus)
         let link = Link(tokens: tokens, http: HTTPClient(bus: bus), bus: bus, keeper: keeper, retryMs: config.server.retryMs)
+        // With arbitration off, this satellite neither advertises itself nor looks for siblings.
+        let siblings = config.arbitration.enabled
+            ? SiblingDirectory(name: config.name, room: room, link: link, bus: bus) { siblings in
+                board.update { $0.arbitration.siblings = siblings.map { ArbitrationHealth.Sibling(name: $0.name, room: $0.room) } }
+            }
+            : nil
         let chooser = ServerChooser(pin: pin, discovery: discovery, link: link, bus: bus,
                                     stateDirectory: paths.stateDirectory, retryMs: config.server.retryMs,
                                     followMoves: config.server.followMoves)
@@ -99,7 +106,8 @@ public final class Daemon: Sendable {
             capture: capture, playback: playback, link: link, bus: bus, keeper: keeper, stream: stream,
             cues: cuePlayer, offline: offline, muted: local.muted)
         let settings = SettingsKeeper(initial: local, stateDirectory: paths.stateDirectory, configRoom: config.room,
-                                      conversation: conversation, stream: stream, capture: capture, keeper: keeper, bus: bus)
+                                      conversation: conversation, stream: stream, capture: capture, keeper: keeper, bus: bus,
+                                      siblings: siblings)
         let volume = SpeakerVolume(output: config.audio.output, mixer: config.audio.mixer, mixerCard: config.audio.mixerCard)
         let callbacks = CallbackSender(bus: bus)
         let doctor = Doctor(parts: .init(capture: capture, playback: playback, discovery: discovery, pin: pin, link: link,
@@ -144,6 +152,14 @@ public final class Daemon: Sendable {
             },
             Service("server chooser") { await chooser.run() },
         ]
+        if let siblings {
+            // A fixed arbitration.port is advertised as it is.
+            let fixedPort = UInt16(exactly: config.arbitration.port) ?? 0
+            services.append(Service("siblings") {
+                if fixedPort != 0 { await siblings.advertise(port: fixedPort) }
+                await siblings.run()
+            })
+        }
         if let stream { services.append(Service("stream") { await stream.run() }) }
         if let stateHook { services.append(Service("state hook") { await stateHook.run() }) }
         services += [
