@@ -33,6 +33,8 @@ public actor SiblingDirectory: SiblingRoster {
     /// Every record resolved, with when it was first seen (the siblings' order).
     private var records: [AvahiBrowser.Record: (advert: SiblingAdvert?, server: DiscoveredServer, own: Bool, seen: Int)] = [:]
     private var seen = 0
+    /// Records said once to be no sibling (another house, or not a satellite's record).
+    private var ignored: Set<AvahiBrowser.Record> = []
     private var announced: String?
     private var list: [Sibling] = []
 
@@ -98,6 +100,7 @@ public actor SiblingDirectory: SiblingRoster {
             browser.stop()
         }
         records.removeAll()
+        ignored.removeAll()
         announced = nil
         refresh()
     }
@@ -119,9 +122,13 @@ public actor SiblingDirectory: SiblingRoster {
             records[record] = (SiblingAdvert.decode(name: server.name, txt: server.txt), server, own, first ?? seen)
         case .removed(let record):
             records.removeValue(forKey: record)
+            ignored.remove(record)
         case .daemonAvailable(let ok, let reason):
             // A lost daemon takes every record with it, and the advertisement: both come back with it.
-            if !ok { records.removeAll() }
+            if !ok {
+                records.removeAll()
+                ignored.removeAll()
+            }
             if !ok, let reason { bus.notice(.debug, "Siblings are not seen while avahi-daemon is away (\(reason)).") }
         case .failed(let error):
             bus.notice(.warning, "Bonjour went wrong for the siblings: \(error).", ["avahi.function": error.function])
@@ -139,6 +146,11 @@ public actor SiblingDirectory: SiblingRoster {
     private func refresh() {
         var merged: [String: (sibling: Sibling, seen: Int)] = [:]
         if let house = keys?.house {
+            for (record, (advert, server, own, _)) in records where !own && advert?.house != house && ignored.insert(record).inserted {
+                bus.notice(.debug, "Bonjour shows \"\(server.name)\", " + (advert == nil
+                    ? "whose record is not one a satellite writes: not a sibling."
+                    : "a satellite of another house (or without its token): not a sibling."), ["sibling.ignored": server.name])
+            }
             for (advert, server, own, seen) in records.values {
                 guard let advert, advert.house == house, !own, advert.name != announced, (1...65_535).contains(server.port)
                 else { continue }
@@ -156,6 +168,9 @@ public actor SiblingDirectory: SiblingRoster {
         guard now != list else { return }
         let before = Dictionary(list.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         let after = Set(now.map(\.name))
+        let gone = list.filter { !after.contains($0.name) }
+        list = now
+        show(now)
         for sibling in now {
             let fields = ["sibling.name": sibling.name, "sibling.room": sibling.room]
             if let was = before[sibling.name] {
@@ -166,10 +181,8 @@ public actor SiblingDirectory: SiblingRoster {
                 bus.notice(.notice, "Found the sibling \"\(sibling.name)\"" + (sibling.room.isEmpty ? "." : " in the room \"\(sibling.room)\"."), fields)
             }
         }
-        for sibling in list where !after.contains(sibling.name) {
+        for sibling in gone {
             bus.notice(.notice, "The sibling \"\(sibling.name)\" is no longer advertised.", ["sibling.name": sibling.name, "sibling.room": sibling.room])
         }
-        list = now
-        show(now)
     }
 }
