@@ -69,6 +69,8 @@ public final class AvahiBrowser: @unchecked Sendable {
     /// Keeps each resolver after it finds, so a record that changes is found again; at most `limit` records.
     private let follow: Bool
     private let limit: Int
+    /// What the watchdog's journal line says stops while the poll thread is stuck.
+    private let serves: String
     /// Every event, in the order Avahi reported it; ends after `stop()`.
     public let events: AsyncStream<Event>
     private let continuation: AsyncStream<Event>.Continuation
@@ -100,10 +102,12 @@ public final class AvahiBrowser: @unchecked Sendable {
 
     /// With `follow`, resolvers are kept until their record goes, at most `limit` of them, and
     /// records past that are not resolved (a network may announce any number).
-    public init(serviceType: String = "_parlour._tcp", follow: Bool = false, limit: Int = 256) {
+    public init(serviceType: String = "_parlour._tcp", follow: Bool = false, limit: Int = 256,
+                serves: String = "Bonjour's view of the servers") {
         self.serviceType = serviceType
         self.follow = follow
         self.limit = limit
+        self.serves = serves
         (events, continuation) = AsyncStream.makeStream(of: Event.self)
     }
 
@@ -134,7 +138,7 @@ public final class AvahiBrowser: @unchecked Sendable {
             me.turn { me.connect() }
         }, me.toOpaque())
         arm(afterMilliseconds: 0)
-        heartbeat = Heartbeat("avahi", serves: "Bonjour's view of the servers", bound: .seconds(60),
+        heartbeat = Heartbeat("avahi", serves: serves, bound: .seconds(60),
                               wake: AvahiBrowser.waker(poll, me))
         heartbeat?.waiting(timeout: -1)
         if avahi_threaded_poll_start(poll) < 0 {

@@ -83,7 +83,8 @@ public actor SiblingDirectory: SiblingRoster {
     private func browse() async {
         var backoff = Backoff(cap: .seconds(30))
         while !Task.isCancelled {
-            let browser = AvahiBrowser(serviceType: SiblingAdvert.serviceType, follow: true, limit: Self.maxRecords)
+            let browser = AvahiBrowser(serviceType: SiblingAdvert.serviceType, follow: true, limit: Self.maxRecords,
+                                       serves: "Bonjour's view of the siblings")
             do {
                 try browser.start()
             } catch {
