@@ -11,7 +11,7 @@ import SatelliteCore
 @Suite("The watchdog watches every thread", .timeLimit(.minutes(1)))
 struct WatchdogTests {
     /// Every long-lived thread, by the name /proc and the journal give it.
-    static let threads = ["main", "audio", "http", "control", "signals", "blocking", "lookup", "journal", "notify", "avahi"]
+    static let threads = ["main", "audio", "http", "control", "signals", "blocking", "lookup", "journal", "notify", "avahi", "siblings"]
 
     /// A daemon with systemd's watchdog at 1 s, every thread's bound at 5 s (room for a loaded machine),
     /// and a server named by host (so the look-up and HTTP threads start; nothing listens there).

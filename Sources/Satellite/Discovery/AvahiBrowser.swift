@@ -69,7 +69,8 @@ public final class AvahiBrowser: @unchecked Sendable {
     /// Keeps each resolver after it finds, so a record that changes is found again; at most `limit` records.
     private let follow: Bool
     private let limit: Int
-    /// What the watchdog's journal line says stops while the poll thread is stuck.
+    /// The poll thread's name for the watchdog, and what its journal line says stops while it is stuck.
+    private let thread: String
     private let serves: String
     /// Every event, in the order Avahi reported it; ends after `stop()`.
     public let events: AsyncStream<Event>
@@ -93,7 +94,7 @@ public final class AvahiBrowser: @unchecked Sendable {
     private var backoff = Backoff(first: .seconds(1), cap: .seconds(30))
     private var retained: Unmanaged<AvahiBrowser>?
     /// The poll thread, claimed at its first callback; `turn` asserts every later one runs there.
-    private let owner = OwnerThread("avahi")
+    private let owner: OwnerThread
     /// How deep in our callbacks the poll thread is (one runs inside another: `avahi_client_new`).
     private var depth = 0
     private var claimed = false
@@ -103,11 +104,13 @@ public final class AvahiBrowser: @unchecked Sendable {
     /// With `follow`, resolvers are kept until their record goes, at most `limit` of them, and
     /// records past that are not resolved (a network may announce any number).
     public init(serviceType: String = "_parlour._tcp", follow: Bool = false, limit: Int = 256,
-                serves: String = "Bonjour's view of the servers") {
+                thread: String = "avahi", serves: String = "Bonjour's view of the servers") {
         self.serviceType = serviceType
         self.follow = follow
         self.limit = limit
+        self.thread = thread
         self.serves = serves
+        owner = OwnerThread(thread)
         (events, continuation) = AsyncStream.makeStream(of: Event.self)
     }
 
@@ -138,7 +141,7 @@ public final class AvahiBrowser: @unchecked Sendable {
             me.turn { me.connect() }
         }, me.toOpaque())
         arm(afterMilliseconds: 0)
-        heartbeat = Heartbeat("avahi", serves: serves, bound: .seconds(60),
+        heartbeat = Heartbeat(thread, serves: serves, bound: .seconds(60),
                               wake: AvahiBrowser.waker(poll, me))
         heartbeat?.waiting(timeout: -1)
         if avahi_threaded_poll_start(poll) < 0 {
