@@ -124,13 +124,13 @@ public actor SiblingDirectory: SiblingRoster {
         case .removed(let record):
             records.removeValue(forKey: record)
             ignored.remove(record)
-        case .daemonAvailable(let ok, let reason):
+        case .daemonAvailable(let ok, _):
             // A lost daemon takes every record with it, and the advertisement: both come back with it.
+            // (Discovery says in the journal when avahi-daemon comes and goes.)
             if !ok {
                 records.removeAll()
                 ignored.removeAll()
             }
-            if !ok, let reason { bus.notice(.debug, "Siblings are not seen while avahi-daemon is away (\(reason)).") }
         case .failed(let error):
             bus.notice(.warning, "Bonjour went wrong for the siblings: \(error).", ["avahi.function": error.function])
         case .advertised(let advertised):
