@@ -131,6 +131,20 @@ struct SiblingDirectoryTests {
         #expect(await first.stop() == 0)
     }
 
+    @Test("a sibling killed with SIGKILL, which withdraws nothing itself, is gone from the other's list too")
+    func killed() async throws {
+        _ = try RealAvahi()
+        let tag = UUID().uuidString.prefix(4)
+        let (kitchen, kitchenWatch) = try await Self.satellite("kitchen-\(tag)", room: "kitchen", token: "house-\(tag)", port: 41_041)
+        let (hall, _) = try await Self.satellite("hall-\(tag)", room: "hall", token: "house-\(tag)", port: 41_042)
+        #expect(await kitchenWatch.listed("hall-\(tag)") == "hall")
+        // avahi-daemon sees its client's D-Bus connection close, and withdraws what it advertised.
+        await hall.kill9()
+        #expect(await kitchenWatch.client.next(where: Self.gone("hall-\(tag)")) != nil)
+        #expect(try await Self.siblings(kitchen) == [])
+        #expect(await kitchen.stop() == 0)
+    }
+
     @Test("with arbitration.enabled false nothing is advertised and no sibling is looked for")
     func disabled() async throws {
         _ = try RealAvahi()
