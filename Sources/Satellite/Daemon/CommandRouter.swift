@@ -22,6 +22,8 @@ public final class CommandRouter: ControlHandler {
     private let doctor: Doctor
     private let capture: AudioCapture
     private let keeper: StateKeeper
+    /// After `pair`, `token set` and `token clear`: the house's keys come from the token.
+    private let tokenChanged: @Sendable () -> Void
     private struct Watch { let task: WorkGroup.Handle; let id: JSONValue; let connection: ControlConnection }
     /// The watches' forwarding: children of `run()`.
     private let work = WorkGroup()
@@ -29,7 +31,8 @@ public final class CommandRouter: ControlHandler {
 
     public init(conversation: Conversation, chooser: ServerChooser, admin: ServerAdmin, settings: SettingsKeeper,
                 volume: SpeakerVolume, board: StatusBoard, bus: EventBus, callbacks: CallbackSender, doctor: Doctor,
-                capture: AudioCapture, keeper: StateKeeper) {
+                capture: AudioCapture, keeper: StateKeeper, tokenChanged: @escaping @Sendable () -> Void = {}) {
+        self.tokenChanged = tokenChanged
         self.conversation = conversation
         self.chooser = chooser
         self.admin = admin
@@ -85,6 +88,7 @@ public final class CommandRouter: ControlHandler {
         // The link and the token are never published: only the result, which holds neither.
         case .pair(let link, let key):
             result = await chooser.pair(link, key: key)
+            tokenChanged()
             bus.publish(.finished(command: "pair", result: result))
         case .use(let url, let key):
             result = await chooser.use(url, key: key)
@@ -93,8 +97,10 @@ public final class CommandRouter: ControlHandler {
             result = await chooser.unpin()
         case .tokenSet(let token):
             result = await chooser.setToken(token)
+            tokenChanged()
         case .tokenClear:
             result = await chooser.clearToken()
+            tokenChanged()
         case .room(nil):
             result = .completed(await settings.room())
         case .room(let name?):

@@ -82,10 +82,12 @@ public final class Daemon: Sendable {
         let pin = ServerPin(stateDirectory: paths.stateDirectory, configuredURL: serverURL,
                             configuredToken: tokens.inForce()?.kind ?? .state, bus: bus)
         let discovery = Discovery(bus: bus)
+        // Satellites of one house (one token) decide which of them answers a wake (docs/arbitration.md).
+        let house = { @Sendable in tokens.inForce().flatMap { try? tokens.read($0.kind) }.map(HouseKeys.init(token:)) }
         let link = Link(tokens: tokens, http: HTTPClient(bus: bus), bus: bus, keeper: keeper, retryMs: config.server.retryMs)
         // With arbitration off, this satellite neither advertises itself nor looks for siblings.
         let siblings = config.arbitration.enabled
-            ? SiblingDirectory(name: config.name, room: room, link: link, bus: bus) { siblings in
+            ? SiblingDirectory(name: config.name, room: room, keys: house(), bus: bus) { siblings in
                 board.update { $0.arbitration.siblings = siblings.map { ArbitrationHealth.Sibling(name: $0.name, room: $0.room) } }
             }
             : nil
@@ -114,7 +116,7 @@ public final class Daemon: Sendable {
                                          tokens: tokens, keeper: keeper, board: board, wakeWord: wakeWord), paths: paths)
         let router = CommandRouter(conversation: conversation, chooser: chooser, admin: ServerAdmin(link: link), settings: settings,
                                    volume: volume, board: board, bus: bus, callbacks: callbacks, doctor: doctor, capture: capture,
-                                   keeper: keeper)
+                                   keeper: keeper, tokenChanged: { siblings?.rekey(house()) })
 
         // The satellite's own ear: a wake starts a turn as parlourctl listen does.
         let wakeWordService = wakeWord.map { engine in

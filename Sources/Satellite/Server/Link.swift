@@ -36,10 +36,6 @@ public actor Link {
     /// A pairing is replacing the state folder's token (see `hold`); the requests waiting for it.
     private var held = false
     private var waitingForToken: [CheckedContinuation<Void, Never>] = []
-    /// Those following the house's keys (`houseChanges`), and the keys they were told last.
-    private var houseWatchers: [Int: AsyncStream<HouseKeys?>.Continuation] = [:]
-    private var nextHouseWatcher = 0
-    private var houseTold: HouseKeys?
 
     /// How often a server that answers is checked again: each minute (a test may set it smaller, TestBounds).
     static let recheckHealthy: Duration = .seconds(TestBounds.recheckSeconds(getenv(TestBounds.recheckVariable).map { String(cString: $0) }))
@@ -72,14 +68,10 @@ public actor Link {
         }
         bus.publish(.server(health))
         wake()
-        houseMayHaveChanged()
     }
 
     /// Checks the server in use now rather than at the next check (after a new token).
-    public func recheck() {
-        wake()
-        houseMayHaveChanged()
-    }
+    public func recheck() { wake() }
 
     /// From now until `release`, no request reads the token: it waits. A pairing holds the Link while
     /// it puts the new server's token in the state folder and follows that server, so the server
@@ -91,38 +83,6 @@ public actor Link {
         held = false
         for waiting in waitingForToken { waiting.resume() }
         waitingForToken = []
-        houseMayHaveChanged()
-    }
-
-    /// What the house's satellites derive from its token (HouseKeys), from the token the pin in use
-    /// names or, with nothing pinned, the first place that holds one; nil with no usable token.
-    /// The keys leave the Link, the token does not.
-    public func houseKeys() -> HouseKeys? {
-        guard !held, let kind = pin == nil ? tokens.inForce()?.kind : pin?.tokenSource,
-              let token = try? tokens.read(kind) else { return nil }
-        return HouseKeys(token: token)
-    }
-
-    /// The house's keys now, then again each time a token or a pin changes them.
-    /// Only the newest keys wait for a slow reader.
-    public func houseChanges() -> AsyncStream<HouseKeys?> {
-        let (stream, continuation) = AsyncStream.makeStream(of: HouseKeys?.self, bufferingPolicy: .bufferingNewest(1))
-        nextHouseWatcher += 1
-        let key = nextHouseWatcher
-        houseWatchers[key] = continuation
-        houseTold = houseKeys()
-        continuation.yield(houseTold)
-        return stream
-    }
-
-    private func houseMayHaveChanged() {
-        guard !houseWatchers.isEmpty else { return }
-        let keys = houseKeys()
-        guard keys != houseTold, !held else { return }
-        houseTold = keys
-        for (key, watcher) in houseWatchers {
-            if case .terminated = watcher.yield(keys) { houseWatchers.removeValue(forKey: key) }
-        }
     }
 
     private func tokenSettled() async {

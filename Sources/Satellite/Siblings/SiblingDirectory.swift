@@ -10,7 +10,7 @@ import SatelliteCore
 
 /// Advertises this satellite to its siblings and keeps the list of theirs.
 ///
-/// Advertised only with a house (a usable token, from the Link) and a port
+/// Advertised only with a house (a usable token: `rekey`) and a port
 /// (`advertise(port:)`); made again when the token, the room or the port
 /// changes, and withdrawn when the token goes and on stop. At most
 /// `maxRecords` records are followed and `maxSiblings` siblings kept: past
@@ -23,11 +23,13 @@ public actor SiblingDirectory: SiblingRoster {
 
     private let name: String
     private var room: String
-    private let link: Link
     private let bus: EventBus
     private let show: @Sendable ([Sibling]) -> Void
 
     private var keys: HouseKeys?
+    /// What `rekey` tells, taken in order by `run()`; only the newest waits.
+    private let keyChanges: AsyncStream<HouseKeys?>
+    private let keyContinuation: AsyncStream<HouseKeys?>.Continuation
     private var port: UInt16?
     private var browser: AvahiBrowser?
     /// Every record resolved, with when it was first seen (the siblings' order).
@@ -38,13 +40,21 @@ public actor SiblingDirectory: SiblingRoster {
     private var announced: String?
     private var list: [Sibling] = []
 
-    /// `show` is told the siblings each time they change (status).
-    public init(name: String, room: String, link: Link, bus: EventBus, show: @escaping @Sendable ([Sibling]) -> Void) {
+    /// `keys`: the house's, from the token in force (nil: none, nothing advertised and no sibling
+    /// known). `show` is told the siblings each time they change (status).
+    public init(name: String, room: String, keys: HouseKeys?, bus: EventBus, show: @escaping @Sendable ([Sibling]) -> Void) {
         self.name = name
         self.room = room
-        self.link = link
+        self.keys = keys
         self.bus = bus
         self.show = show
+        (keyChanges, keyContinuation) = AsyncStream.makeStream(of: HouseKeys?.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// After a token change (`pair`, `token set`, `token clear`): the house's keys as they are now.
+    /// Any thread; it never waits.
+    public nonisolated func rekey(_ keys: HouseKeys?) {
+        keyContinuation.yield(keys)
     }
 
     public func siblings() -> [Sibling] { list }
@@ -73,7 +83,7 @@ public actor SiblingDirectory: SiblingRoster {
     }
 
     private func followHouse() async {
-        for await keys in await link.houseChanges() where keys != self.keys {
+        for await keys in keyChanges where keys != self.keys {
             self.keys = keys
             readvertise()
             refresh()
