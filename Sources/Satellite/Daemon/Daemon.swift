@@ -157,7 +157,7 @@ public final class Daemon: Sendable {
         if let siblings {
             // A fixed arbitration.port is advertised as it is.
             let fixedPort = UInt16(exactly: config.arbitration.port) ?? 0
-            services.append(Service("siblings") {
+            services.append(Service("sibling directory") {
                 if fixedPort != 0 { await siblings.advertise(port: fixedPort) }
                 await siblings.run()
             })
