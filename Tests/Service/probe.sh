@@ -115,7 +115,8 @@ t_settings() {
   for setting in "Type=notify" "Restart=on-failure" "RestartPreventExitStatus=78" "WatchdogSec=" "StartLimitBurst=" \
                  "StartLimitIntervalSec=" "User=parlour-satellite" "Group=parlour" "SupplementaryGroups=audio" \
                  "StateDirectoryMode=0700" "RuntimeDirectory=parlour-satellite" "ConfigurationDirectory=parlour-satellite" \
-                 "LoadCredential=token:" "SetCredential=token:" "DeviceAllow=char-alsa rw" "IPAddressDeny=any"; do
+                 "LoadCredential=token:" "SetCredential=token:" "DeviceAllow=char-alsa rw" "IPAddressDeny=any" \
+                 "SocketBindAllow=udp" "SocketBindDeny=any"; do
     grep -q "^$setting" /lib/systemd/system/$unit || { echo "the unit has no $setting line"; return 1; }
   done
   echo "the settings the service relies on are there"
@@ -346,6 +347,19 @@ t_sandbox_addresses() {
     return 1
   fi
   echo "loopback reached; $far (outside IPAddressAllow=): $(verdict connect-far "$inside")"
+}
+
+t_sandbox_ports() {
+  expect bind-udp allowed allowed || return 1
+  if ! expect bind-tcp allowed refused; then
+    if [[ "$(verdict bind-tcp "$inside")" == allowed ]] \
+      && ! enforced SocketBindDeny=any "python3 -c \"import socket; socket.socket().bind(('127.0.0.1', 47999))\""; then
+      echo "SocketBindDeny= is not enforced by systemd here: a transient unit with SocketBindDeny=any binds a TCP port too (no cgroup BPF for it in this kernel or container)"
+      return 77
+    fi
+    return 1
+  fi
+  echo "a UDP port (the siblings' claims) bound; a TCP port: $(verdict bind-tcp "$inside")"
 }
 
 # ------------------------------------------------------ the offline notice
@@ -623,6 +637,7 @@ check "sandbox: the service's user outside and inside the unit" t_sandbox_run
 check "sandbox: files" t_sandbox_files
 check "sandbox: devices" t_sandbox_devices
 check "sandbox: addresses" t_sandbox_addresses
+check "sandbox: ports" t_sandbox_ports
 check "offline notice" t_offline_notice
 check "wake word: the engine's files" t_wake_files
 check "wake word local: READY=1 and wakeWord.ok" t_wake_ready

@@ -22,6 +22,7 @@ try() {  # NAME COMMAND...
 write() { ( echo probe > "$1/sandbox-probe" && rm -f "$1/sandbox-probe" ); }
 open_device() { ( exec 3<>"$1" ); }
 connect() { timeout 5 bash -c "exec 3<>/dev/tcp/$1/$2"; }
+bind_port() { python3 -c "import socket; socket.socket(socket.AF_INET, socket.$1).bind(('127.0.0.1', 47001))"; }
 
 try write-state write /var/lib/parlour-satellite
 try write-runtime write /run/parlour-satellite
@@ -32,4 +33,7 @@ try open-tun open_device /dev/net/tun
 try connect-loopback connect 127.0.0.1 "$near_port"
 # An address of this machine outside IPAddressAllow=.
 try connect-far connect "$far" "$far_port"
+# A port: UDP (the siblings' claims) may be bound, TCP may not.
+try bind-udp bind_port SOCK_DGRAM
+try bind-tcp bind_port SOCK_STREAM
 exit 0

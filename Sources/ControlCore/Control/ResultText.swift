@@ -214,6 +214,19 @@ public enum ResultText {
         return "\((e["event"]?.stringValue ?? "?").shown): \((e["message"]?.stringValue ?? "").shown)\n"
     }
 
+    /// Status `arbitration`: the siblings seen, each with its room, or why there are none.
+    static func siblings(_ arbitration: JSONValue) -> String {
+        guard arbitration["enabled"]?.boolValue == true else {
+            return "not looked for (arbitration.enabled is false: this satellite answers every wake)"
+        }
+        let list = (arbitration["siblings"]?.arrayValue ?? []).map { sibling in
+            let name = (sibling["name"]?.stringValue ?? "?").shown
+            let room = sibling["room"]?.stringValue ?? ""
+            return room.isEmpty ? name : "\(name) (\(room.shown))"
+        }
+        return list.isEmpty ? "none seen (satellites holding this one's token find each other with Bonjour)" : list.joined(separator: ", ")
+    }
+
     static func status(_ s: JSONValue) -> String {
         func word(_ v: JSONValue?) -> String {
             switch v {
@@ -246,6 +259,7 @@ public enum ResultText {
         }
         // Only with a local wake word, as in the JSON.
         let wakeWordLine = s["wakeWord"].map { "\nWake word:  \(device($0, named: "model"))" } ?? ""
+        let siblingsLine = s["arbitration"].map { "\nSiblings:   \(siblings($0))" } ?? ""
         return """
             State:      \(word(s["state"]))
             Name:       \(word(s["name"]))
@@ -254,7 +268,7 @@ public enum ResultText {
             Server:     \(serverLine)
             \(addressLine)Bonjour:    \(word(s["bonjour"]))
             Microphone: \(device(s["microphone"]))
-            Speaker:    \(device(s["speaker"]))\(wakeWordLine)
+            Speaker:    \(device(s["speaker"]))\(wakeWordLine)\(siblingsLine)
             Muted:      \(word(s["muted"]))
             Version:    \(word(s["version"]))
 

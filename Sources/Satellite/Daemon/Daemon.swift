@@ -48,6 +48,7 @@ public final class Daemon: Sendable {
             $0.muted = local.muted
             // Loaded before the start (or the daemon would not be running).
             $0.wakeWord = wakeWord.map { WakeWordHealth(model: $0.name, ok: true) }
+            $0.arbitration = ArbitrationHealth(enabled: config.arbitration.enabled)
         }
         keeper.update { $0.muted = local.muted }
 
@@ -83,11 +84,17 @@ public final class Daemon: Sendable {
         let discovery = Discovery(bus: bus)
         // Satellites of one house (one token) decide which of them answers a wake (docs/arbitration.md).
         let house = { @Sendable in tokens.inForce().flatMap { try? tokens.read($0.kind) }.map(HouseKeys.init(token:)) }
+        let link = Link(tokens: tokens, http: HTTPClient(bus: bus), bus: bus, keeper: keeper, retryMs: config.server.retryMs)
+        // With arbitration off, this satellite neither advertises itself nor looks for siblings.
+        let siblings = config.arbitration.enabled
+            ? SiblingDirectory(name: config.name, room: room, keys: house(), bus: bus) { siblings in
+                board.update { $0.arbitration.siblings = siblings.map { ArbitrationHealth.Sibling(name: $0.name, room: $0.room) } }
+            }
+            : nil
         let siblingLink = SiblingLink(port: config.arbitration.port, keys: house(), bus: bus)
-        let roster: any SiblingRoster = NoSiblings()
+        let roster: any SiblingRoster = siblings ?? NoSiblings()
         let arbiter = Arbiter(settings: .init(config.arbitration, name: config.name), roster: roster, link: siblingLink, bus: bus,
                               room: { board.current.room })
-        let link = Link(tokens: tokens, http: HTTPClient(bus: bus), bus: bus, keeper: keeper, retryMs: config.server.retryMs)
         let chooser = ServerChooser(pin: pin, discovery: discovery, link: link, bus: bus,
                                     stateDirectory: paths.stateDirectory, retryMs: config.server.retryMs,
                                     followMoves: config.server.followMoves)
@@ -105,7 +112,8 @@ public final class Daemon: Sendable {
             capture: capture, playback: playback, link: link, bus: bus, keeper: keeper, stream: stream,
             cues: cuePlayer, offline: offline, muted: local.muted)
         let settings = SettingsKeeper(initial: local, stateDirectory: paths.stateDirectory, configRoom: config.room,
-                                      conversation: conversation, stream: stream, capture: capture, keeper: keeper, bus: bus)
+                                      conversation: conversation, stream: stream, capture: capture, keeper: keeper, bus: bus,
+                                      siblings: siblings)
         let volume = SpeakerVolume(output: config.audio.output, mixer: config.audio.mixer, mixerCard: config.audio.mixerCard)
         let callbacks = CallbackSender(bus: bus)
         let doctor = Doctor(parts: .init(capture: capture, playback: playback, discovery: discovery, pin: pin, link: link,
@@ -115,7 +123,10 @@ public final class Daemon: Sendable {
                             paths: paths)
         let router = CommandRouter(conversation: conversation, chooser: chooser, admin: ServerAdmin(link: link), settings: settings,
                                    volume: volume, board: board, bus: bus, callbacks: callbacks, doctor: doctor, capture: capture,
-                                   keeper: keeper, tokenChanged: { siblingLink.rekey(house()) })
+                                   keeper: keeper, tokenChanged: {
+                                       siblingLink.rekey(house())
+                                       siblings?.rekey(house())
+                                   })
 
         // The satellite's own ear: a wake starts a turn as parlourctl listen does.
         let wakeWordService = wakeWord.map { engine in
@@ -163,6 +174,13 @@ public final class Daemon: Sendable {
             },
             Service("server chooser") { await chooser.run() },
         ]
+        if let siblings {
+            // The port the siblings' service bound, before this starts (any free one when arbitration.port is 0).
+            services.append(Service("sibling directory") {
+                if let port = siblingLink.port { await siblings.advertise(port: port) }
+                await siblings.run()
+            })
+        }
         if let stream { services.append(Service("stream") { await stream.run() }) }
         if let stateHook { services.append(Service("state hook") { await stateHook.run() }) }
         services += [

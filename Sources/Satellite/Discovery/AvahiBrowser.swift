@@ -1,20 +1,24 @@
 // The only importer of libavahi-client: browses and resolves one service type on
-// Avahi's own thread and hands out plain Swift events. Easy to get wrong: the
-// client must outlive neither its poll nor the daemon (a restarted avahi-daemon
-// means a new client), and a C callback must never await or block.
+// Avahi's own thread, advertises this satellite under it when asked, and hands
+// out plain Swift events. Easy to get wrong: the client must outlive neither its
+// poll nor the daemon (a restarted avahi-daemon means a new client, and the
+// advertisement is made again with it), and a C callback must never await or block.
 import CAvahi
 import Glibc
+import Synchronization
 import SatelliteCore
 
 /// Browses one DNS-SD service type on every interface, over IPv4 and IPv6, and
 /// resolves what it finds, with libavahi-client under an `AvahiThreadedPoll`.
 ///
 /// Threads: between `start()` and `stop()` the client, the service browser, the
-/// resolvers and the reconnect timer are touched only by the poll thread, in
-/// Avahi's callbacks (which run holding the poll's lock). No other thread calls
-/// into Avahi meanwhile, so none needs `avahi_threaded_poll_lock`; `stop()` stops
-/// and joins the poll thread before it frees anything. Callbacks copy every C
-/// string into Swift values and `yield` them to `events`, which never blocks.
+/// resolvers, the entry group and the reconnect timer are touched only by the
+/// poll thread, in Avahi's callbacks (which run holding the poll's lock). No
+/// other thread calls into Avahi meanwhile (`advertise` leaves its wish and wakes
+/// the poll thread through a pipe: Avahi's calls wait on D-Bus, and its caller
+/// must not), so none needs `avahi_threaded_poll_lock`; `stop()` stops and joins
+/// the poll thread before it frees anything. Callbacks copy every C string into
+/// Swift values and `yield` them to `events`, which never blocks.
 ///
 /// The client is made with `AVAHI_CLIENT_NO_FAIL`, so it waits for an absent
 /// daemon; when the daemon goes away the client fails with
@@ -31,8 +35,10 @@ public final class AvahiBrowser: @unchecked Sendable {
     }
 
     public enum Event: Sendable, Equatable {
-        /// A record resolved: its host, port, address and TXT record.
-        case found(DiscoveredServer, record: Record)
+        /// A record resolved: its host, port, address and TXT record; `own` when this browser's own
+        /// advertisement (Avahi's AVAHI_LOOKUP_RESULT_OUR_OWN: its client's, not merely this host's).
+        /// With `follow`, found again each time the record changes (a new TXT record).
+        case found(DiscoveredServer, record: Record, own: Bool)
         /// The record is gone (the service said goodbye or its records expired).
         case removed(Record)
         /// Whether avahi-daemon serves this client; when it does not, why, if known.
@@ -40,9 +46,32 @@ public final class AvahiBrowser: @unchecked Sendable {
         case daemonAvailable(Bool, reason: AvahiError? = nil)
         /// Something Avahi refused that is worth a journal line.
         case failed(AvahiError)
+        /// The name `advertise` is announced under now, after any rename on a clash; nil when withdrawn.
+        case advertised(String?)
+    }
+
+    /// A service to announce under the browser's type.
+    public struct Advert: Sendable, Equatable {
+        /// The instance name asked for; Avahi's next alternative ("name #2") on a clash.
+        public var name: String
+        public var port: UInt16
+        /// The TXT record's strings, in order.
+        public var txt: [String]
+
+        public init(name: String, port: UInt16, txt: [String]) {
+            self.name = name
+            self.port = port
+            self.txt = txt
+        }
     }
 
     public let serviceType: String
+    /// Keeps each resolver after it finds, so a record that changes is found again; at most `limit` records.
+    private let follow: Bool
+    private let limit: Int
+    /// The poll thread's name for the watchdog, and what its journal line says stops while it is stuck.
+    private let thread: String
+    private let serves: String
     /// Every event, in the order Avahi reported it; ends after `stop()`.
     public let events: AsyncStream<Event>
     private let continuation: AsyncStream<Event>.Continuation
@@ -52,18 +81,36 @@ public final class AvahiBrowser: @unchecked Sendable {
     private var client: OpaquePointer?
     private var reconnectTimer: OpaquePointer?
     private var resolvers: [Record: OpaquePointer] = [:]
+    /// Said once each time the records followed reach `limit`.
+    private var overflowSaid = false
+    /// What `advertise` asks for last, and the pipe that tells the poll thread (made in `start()`).
+    private let asked = Mutex<Advert?>(nil)
+    private var wakePipe: WakePipe?
+    /// What the poll thread took from `asked`, the name it goes by now, its entry group (the client's), and the name announced.
+    private var wanted: Advert?
+    private var wantedName: String?
+    private var group: OpaquePointer?
+    private var announced: String?
     private var backoff = Backoff(first: .seconds(1), cap: .seconds(30))
     private var retained: Unmanaged<AvahiBrowser>?
     /// The poll thread, claimed at its first callback; `turn` asserts every later one runs there.
-    private let owner = OwnerThread("avahi")
+    private let owner: OwnerThread
     /// How deep in our callbacks the poll thread is (one runs inside another: `avahi_client_new`).
     private var depth = 0
     private var claimed = false
     /// What the watchdog sees of the poll thread: our callbacks, where its blocking D-Bus calls are made.
     private var heartbeat: Heartbeat?
 
-    public init(serviceType: String = "_parlour._tcp") {
+    /// With `follow`, resolvers are kept until their record goes, at most `limit` of them, and
+    /// records past that are not resolved (a network may announce any number).
+    public init(serviceType: String = "_parlour._tcp", follow: Bool = false, limit: Int = 256,
+                thread: String = "avahi", serves: String = "Bonjour's view of the servers") {
         self.serviceType = serviceType
+        self.follow = follow
+        self.limit = limit
+        self.thread = thread
+        self.serves = serves
+        owner = OwnerThread(thread)
         (events, continuation) = AsyncStream.makeStream(of: Event.self)
     }
 
@@ -76,22 +123,32 @@ public final class AvahiBrowser: @unchecked Sendable {
         guard let poll = avahi_threaded_poll_new() else {
             throw AvahiError(function: "avahi_threaded_poll_new", code: Int32(AVAHI_ERR_NO_MEMORY))
         }
+        guard let wakePipe = WakePipe() else {
+            avahi_threaded_poll_free(poll)
+            throw AvahiError(function: "pipe", code: Int32(AVAHI_ERR_NO_MEMORY))
+        }
         self.poll = poll
+        self.wakePipe = wakePipe
         let me = Unmanaged.passRetained(self)
         retained = me
         let api = avahi_threaded_poll_get(poll)!
+        _ = api.pointee.watch_new(api, wakePipe.readEnd, AVAHI_WATCH_IN, { _, _, _, userdata in
+            let me = AvahiBrowser.from(userdata)
+            me.turn { me.takeAdvert() }
+        }, me.toOpaque())
         reconnectTimer = api.pointee.timeout_new(api, nil, { _, userdata in
             let me = AvahiBrowser.from(userdata)
             me.turn { me.connect() }
         }, me.toOpaque())
         arm(afterMilliseconds: 0)
-        heartbeat = Heartbeat("avahi", serves: "Bonjour's view of the servers", bound: .seconds(60),
+        heartbeat = Heartbeat(thread, serves: serves, bound: .seconds(60),
                               wake: AvahiBrowser.waker(poll, me))
         heartbeat?.waiting(timeout: -1)
         if avahi_threaded_poll_start(poll) < 0 {
             heartbeat?.ended()
             avahi_threaded_poll_free(poll)
             self.poll = nil
+            closeWakePipe()
             me.release()
             retained = nil
             throw AvahiError(function: "avahi_threaded_poll_start", code: Int32(AVAHI_ERR_FAILURE))
@@ -107,13 +164,22 @@ public final class AvahiBrowser: @unchecked Sendable {
         heartbeat = nil
         if let client { avahi_client_free(client) }
         client = nil
+        group = nil
         resolvers.removeAll()
         avahi_threaded_poll_free(poll)
         self.poll = nil
+        closeWakePipe()
         reconnectTimer = nil
         continuation.finish()
         retained?.release()
         retained = nil
+    }
+
+    private func closeWakePipe() {
+        guard let wakePipe else { return }
+        close(wakePipe.readEnd)
+        close(wakePipe.writeEnd)
+        self.wakePipe = nil
     }
 
     private static func from(_ userdata: UnsafeMutableRawPointer?) -> AvahiBrowser {
@@ -171,6 +237,9 @@ public final class AvahiBrowser: @unchecked Sendable {
     private func connect() {
         if let client { avahi_client_free(client) }
         client = nil
+        // The client took its group and resolvers with it.
+        group = nil
+        announce(nil)
         resolvers.removeAll()
         guard let poll else { return }
         var error: Int32 = 0
@@ -194,6 +263,7 @@ public final class AvahiBrowser: @unchecked Sendable {
             backoff.reset()
             continuation.yield(.daemonAvailable(true))
             browse(with: changed)
+            register(with: changed)
         case AVAHI_CLIENT_CONNECTING:
             continuation.yield(.daemonAvailable(false, reason: AvahiError(function: "avahi_client_new", code: Int32(AVAHI_ERR_NO_DAEMON))))
         case AVAHI_CLIENT_FAILURE:
@@ -201,8 +271,12 @@ public final class AvahiBrowser: @unchecked Sendable {
             continuation.yield(.daemonAvailable(false, reason: AvahiError(function: "avahi_client_errno", code: code)))
             // A disconnected client never recovers; a new one waits for the daemon.
             arm(afterMilliseconds: code == Int32(AVAHI_ERR_DISCONNECTED) ? 0 : milliseconds(backoff.next()))
+        case AVAHI_CLIENT_S_REGISTERING, AVAHI_CLIENT_S_COLLISION:
+            // The host's own name is being (re)registered: what was announced is withdrawn, and made again once RUNNING.
+            if let group { avahi_entry_group_reset(group) }
+            announce(nil)
         default:
-            break  // S_REGISTERING and S_COLLISION concern publishers only.
+            break
         }
     }
 
@@ -228,25 +302,34 @@ public final class AvahiBrowser: @unchecked Sendable {
         case AVAHI_BROWSER_NEW:
             guard let client else { return }
             if let stale = resolvers.removeValue(forKey: record) { avahi_service_resolver_free(stale) }
+            if follow, resolvers.count >= limit {
+                if !overflowSaid {
+                    overflowSaid = true
+                    continuation.yield(.failed(AvahiError(function: "avahi_service_resolver_new", code: Int32(AVAHI_ERR_TOO_MANY_OBJECTS))))
+                }
+                return
+            }
+            overflowSaid = false
             // Resolving over the record's own protocol gives its A or AAAA record,
             // so a service seen over IPv4 and IPv6 yields both addresses.
             let resolver = avahi_service_resolver_new(
                 client, record.interface, record.proto, record.name, record.type, record.domain, record.proto,
                 AvahiLookupFlags(0),
-                { resolver, interface, proto, event, name, type, domain, host, address, port, txt, _, userdata in
+                { resolver, interface, proto, event, name, type, domain, host, address, port, txt, flags, userdata in
                     let me = AvahiBrowser.from(userdata)
                     me.turn {
                         let record = Record(interface: interface, proto: proto, name: string(name), type: string(type), domain: string(domain))
-                        me.resolvers.removeValue(forKey: record)
                         if event == AVAHI_RESOLVER_FOUND, let address {
                             let interfaceName = AvahiBrowser.interfaceName(interface)
                             me.continuation.yield(.found(DiscoveredServer(
                                 name: record.name, host: string(host), port: Int(port),
                                 addresses: [AvahiBrowser.text(address, interface: interfaceName)],
                                 txt: DiscoveredServer.txtRecord(AvahiBrowser.strings(txt)), interface: interfaceName),
-                                record: record))
+                                record: record, own: flags.rawValue & AVAHI_LOOKUP_RESULT_OUR_OWN.rawValue != 0))
+                            if me.follow { return }
                         }
                         // A failed resolution (the service vanished, or timed out) is left for REMOVE to report.
+                        me.resolvers.removeValue(forKey: record)
                         avahi_service_resolver_free(resolver)
                     }
                 }, userdata)
@@ -266,6 +349,99 @@ public final class AvahiBrowser: @unchecked Sendable {
         default:
             break  // CACHE_EXHAUSTED and ALL_FOR_NOW: nothing to do.
         }
+    }
+
+    // MARK: Advertising (poll thread)
+
+    /// Announces `advert` under the browser's type, in place of what was announced before (nil:
+    /// withdraws it), from the poll thread soon after; kept over a restarted avahi-daemon. `events`
+    /// says the name it goes by. Any thread, between `start()` and `stop()`; it never waits.
+    public func advertise(_ advert: Advert?) {
+        asked.withLock { $0 = advert }
+        wakePipe?.wake()
+    }
+
+    private func takeAdvert() {
+        wakePipe?.drain()
+        let advert = asked.withLock { $0 }
+        guard advert != wanted else { return }
+        if advert?.name != wanted?.name { wantedName = advert?.name }
+        wanted = advert
+        if let client { register(with: client) }
+    }
+
+    /// Puts `wanted` in the entry group and commits it, under the next alternative name while the one it
+    /// has clashes with a service Avahi already knows; withdraws it when nothing is wanted.
+    private func register(with client: OpaquePointer) {
+        guard avahi_client_get_state(client) == AVAHI_CLIENT_S_RUNNING else { return }
+        guard let wanted, var name = wantedName else {
+            if let group { avahi_entry_group_reset(group) }
+            announce(nil)
+            return
+        }
+        if let group {
+            avahi_entry_group_reset(group)
+        } else {
+            // The group belongs to the client, which frees it.
+            group = avahi_entry_group_new(client, { group, state, userdata in
+                let me = AvahiBrowser.from(userdata)
+                me.turn { me.groupChanged(group, state) }
+            }, userdata)
+        }
+        guard let group else {
+            continuation.yield(.failed(AvahiError(function: "avahi_entry_group_new", code: avahi_client_errno(client))))
+            return
+        }
+        announce(nil)
+        var list: UnsafeMutablePointer<AvahiStringList>?
+        for text in wanted.txt { list = avahi_string_list_add(list, text) }
+        defer { avahi_string_list_free(list) }
+        func add(_ name: String) -> Int32 {
+            avahi_entry_group_add_service_strlst(group, AvahiIfIndex(AVAHI_IF_UNSPEC), AvahiProtocol(AVAHI_PROTO_UNSPEC),
+                                                 AvahiPublishFlags(0), name, serviceType, nil, nil, wanted.port, list)
+        }
+        var result = add(name)
+        // Each alternative is new ("name #2", "#3", ...), so this ends; bounded all the same.
+        var renames = 0
+        while result == Int32(AVAHI_ERR_COLLISION), renames < 100 {
+            name = Self.alternative(name)
+            renames += 1
+            result = add(name)
+        }
+        wantedName = name
+        if result == Int32(AVAHI_OK) { result = avahi_entry_group_commit(group) }
+        if result < 0 {
+            continuation.yield(.failed(AvahiError(function: "avahi_entry_group_add_service", code: result)))
+        }
+    }
+
+    private func groupChanged(_ changed: OpaquePointer?, _ state: AvahiEntryGroupState) {
+        switch state {
+        case AVAHI_ENTRY_GROUP_ESTABLISHED:
+            announce(wantedName)
+        case AVAHI_ENTRY_GROUP_COLLISION:
+            // Another host announces this name: take the next one, as Avahi's own services do.
+            wantedName = wantedName.map(Self.alternative)
+            if let client = changed.flatMap(avahi_entry_group_get_client) { register(with: client) }
+        case AVAHI_ENTRY_GROUP_FAILURE:
+            let code = changed.flatMap(avahi_entry_group_get_client).map(avahi_client_errno) ?? Int32(AVAHI_ERR_FAILURE)
+            continuation.yield(.failed(AvahiError(function: "avahi_entry_group_commit", code: code)))
+        default:
+            break  // UNCOMMITED and REGISTERING: on the way.
+        }
+    }
+
+    /// Says the name announced now, when it changed.
+    private func announce(_ name: String?) {
+        guard name != announced else { return }
+        announced = name
+        continuation.yield(.advertised(name))
+    }
+
+    private static func alternative(_ name: String) -> String {
+        guard let next = avahi_alternative_service_name(name) else { return name + " #2" }
+        defer { avahi_free(next) }
+        return String(cString: next)
     }
 
     // MARK: Copying out of C

@@ -71,7 +71,7 @@ public actor Discovery {
 
     private func handle(_ event: AvahiBrowser.Event) {
         switch event {
-        case .found(let server, let record):
+        case .found(let server, let record, _):
             records.removeAll { $0.record == record }
             if server.isServer {
                 ignored.removeValue(forKey: record)
@@ -92,6 +92,8 @@ public actor Discovery {
             daemon(available: ok, reason: reason)
         case .failed(let error):
             bus.notice(.warning, "Bonjour browsing went wrong: \(error).", ["avahi.function": error.function])
+        case .advertised:
+            break  // Discovery advertises nothing.
         }
     }
 

@@ -1,6 +1,6 @@
 // Owns <state>/settings.json (the room set with `parlourctl room`, and whether
 // the microphone is muted) and puts each change into effect: the conversation,
-// the stream, the microphone, the state and the bus. Easy to get wrong: the file
+// the stream, the siblings, the microphone, the state and the bus. Easy to get wrong: the file
 // is written first, so a change that cannot be kept is not made at all; changes
 // run one at a time, so a quick mute and unmute cannot cross; and a broken file
 // reads as muted, never as a microphone left open.
@@ -15,6 +15,7 @@ public actor SettingsKeeper {
     private var settings: LocalSettings
     private let conversation: Conversation
     private let stream: ListenStream?
+    private let siblings: SiblingDirectory?
     private let capture: AudioCapture
     private let keeper: StateKeeper
     private let bus: EventBus
@@ -55,13 +56,14 @@ public actor SettingsKeeper {
     }
 
     public init(initial: LocalSettings, stateDirectory: String, configRoom: String, conversation: Conversation,
-                stream: ListenStream?, capture: AudioCapture, keeper: StateKeeper, bus: EventBus) {
+                stream: ListenStream?, capture: AudioCapture, keeper: StateKeeper, bus: EventBus, siblings: SiblingDirectory? = nil) {
         self.file = SettingsKeeper.path(stateDirectory: stateDirectory)
         self.stateDirectory = stateDirectory
         self.configRoom = configRoom
         self.settings = initial
         self.conversation = conversation
         self.stream = stream
+        self.siblings = siblings
         self.capture = capture
         self.keeper = keeper
         self.bus = bus
@@ -142,6 +144,7 @@ public actor SettingsKeeper {
         if room != before.room(config: configRoom) {
             await conversation.setRoom(room)
             await stream?.setRoom(room)
+            await siblings?.setRoom(room)
             bus.publish(.room(room))
         }
         if changed.muted != before.muted { await apply(muted: changed.muted) }

@@ -16,6 +16,8 @@ public struct StatusModel: Sendable, Equatable {
     public var speaker: DeviceHealth
     /// With `wake` `local` only: the model and whether it works.
     public var wakeWord: WakeWordHealth?
+    /// Set by the daemon from the config, its siblings from SiblingDirectory.
+    public var arbitration = ArbitrationHealth(enabled: false)
 
     public init(name: String, room: String, transport: String, wake: String, version: String,
                 microphone: String, speaker: String) {
@@ -49,7 +51,7 @@ public struct StatusModel: Sendable, Equatable {
             "state": .string(state.rawValue), "name": .string(name), "room": .string(room),
             "transport": .string(transport), "wake": .string(wake), "muted": .bool(muted),
             "version": .string(version), "server": server.json, "bonjour": .from(bonjour),
-            "microphone": microphone.json, "speaker": speaker.json]
+            "microphone": microphone.json, "speaker": speaker.json, "arbitration": arbitration.json]
         // Only with a local wake word: every other status keeps its shape.
         if let wakeWord { fields["wakeWord"] = wakeWord.json }
         return .object(fields)
