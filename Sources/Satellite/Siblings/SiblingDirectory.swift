@@ -94,7 +94,7 @@ public actor SiblingDirectory: SiblingRoster {
         var backoff = Backoff(cap: .seconds(30))
         while !Task.isCancelled {
             let browser = AvahiBrowser(serviceType: SiblingAdvert.serviceType, follow: true, limit: Self.maxRecords,
-                                       thread: "siblings", serves: "Bonjour's view of the siblings")
+                                       thread: "sibling-avahi", serves: "Bonjour's view of the siblings")
             do {
                 try browser.start()
             } catch {
