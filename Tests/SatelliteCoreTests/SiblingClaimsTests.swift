@@ -40,8 +40,20 @@ struct SiblingClaimsTests {
         #expect((try? claims.receive(Self.claim("den", sequence: 1), arrivedMs: 0).get()) != nil)
         #expect((try? claims.receive(Self.claim(session: 8, sequence: 1), arrivedMs: 0).get()) != nil)
         // The first session is not forgotten when another appears: its old claims stay refused.
-        #expect(claims.receive(Self.claim(sequence: 1), arrivedMs: 0) == .failure(.replayed))
+        #expect(claims.receive(Self.claim(sequence: 1), arrivedMs: 1001) == .failure(.replayed))
         #expect(claims.refused == [.replayed: 1])
+    }
+
+    @Test("a copy of the claim just taken, come within a second (sent to another of this satellite's addresses), is dropped uncounted; later, or of an older claim, it is a replay",
+          arguments: [(UInt64(0), ClaimRefusal.duplicate), (1000, .duplicate), (1001, .replayed)])
+    func copies(after: UInt64, refusal: ClaimRefusal) {
+        var claims = SiblingClaims(keys: Self.keys, freshnessMs: 5000)
+        #expect((try? claims.receive(Self.claim(sequence: 1), arrivedMs: 10).get()) != nil)
+        #expect(claims.receive(Self.claim(sequence: 1), arrivedMs: 10 + after) == .failure(refusal))
+        #expect(claims.refused == (refusal == .duplicate ? [:] : [.replayed: 1]))
+        // A copy of an older claim than the highest is a replay however soon it comes.
+        #expect((try? claims.receive(Self.claim(sequence: 2), arrivedMs: 10 + after).get()) != nil)
+        #expect(claims.receive(Self.claim(sequence: 1), arrivedMs: 10 + after) == .failure(.replayed))
     }
 
     @Test("the wake is placed at arrival minus its age, on the receiver's clock, at any uptime", arguments: [
@@ -82,7 +94,7 @@ struct SiblingClaimsTests {
         #expect(claims.seen.count == SiblingClaims.maxSessions)
         // The newest are still known; the oldest, forgotten, would be taken again.
         let newest = UInt64(SiblingClaims.maxSessions + 9)
-        #expect(claims.receive(Self.claim(session: newest, sequence: 1), arrivedMs: 100) == .failure(.replayed))
+        #expect(claims.receive(Self.claim(session: newest, sequence: 1), arrivedMs: 2000) == .failure(.replayed))
         #expect(claims.seen[SiblingClaims.Sender(name: "hall", session: 0)] == nil)
     }
 }

@@ -101,11 +101,15 @@ struct SiblingLinkTests {
         let first = Self.claim("kitchen", sequence: 1)
         try peer.send(first, to: running.port)
         #expect(await heard.next()?.claim.sequence == 1)
+        let second = Self.claim("kitchen", sequence: 2)
+        try peer.send(second, to: running.port)
+        #expect(await heard.next()?.claim.sequence == 2)
 
+        try peer.send(second, to: running.port)  // a copy at once (to another address): dropped, not counted
         try peer.send(first, to: running.port)  // replayed
-        try peer.send(Self.claim("kitchen", keys: Self.other, sequence: 2), to: running.port)  // wrongHouse
-        try peer.send(Self.claim("kitchen", keys: Self.other, house: Self.keys.house, sequence: 2), to: running.port)  // forged
-        try peer.send(Self.claim("kitchen", sequence: 2, ageMs: 5_000), to: running.port)  // stale
+        try peer.send(Self.claim("kitchen", keys: Self.other, sequence: 4), to: running.port)  // wrongHouse
+        try peer.send(Self.claim("kitchen", keys: Self.other, house: Self.keys.house, sequence: 4), to: running.port)  // forged
+        try peer.send(Self.claim("kitchen", sequence: 4, ageMs: 5_000), to: running.port)  // stale
         try peer.send(Array("PSC".utf8) + [1, 0, 0, 0], to: running.port)  // malformed
         try peer.send(Array("PSC".utf8) + [2] + [UInt8](repeating: 0, count: 80), to: running.port)  // unknownVersion
         try peer.send([UInt8](repeating: 0x50, count: 60_000), to: running.port)  // oversized
@@ -113,7 +117,7 @@ struct SiblingLinkTests {
         #expect(await heard.next()?.claim.sequence == 3)
 
         let facts = running.link.current
-        #expect(facts.admitted == 2)
+        #expect(facts.admitted == 3)
         #expect(facts.refused == [.replayed: 1, .wrongHouse: 1, .forged: 1, .stale: 1, .malformed: 1, .unknownVersion: 1, .oversized: 1])
         // The first refusal is told at once; the rest wait for the next report, a minute on.
         #expect(notices.all.count == 1)

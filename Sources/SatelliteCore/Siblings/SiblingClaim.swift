@@ -158,4 +158,7 @@ public enum ClaimRefusal: String, Error, Sendable, Equatable, CaseIterable {
     case replayed
     /// A claim whose wake lies too far before its arrival.
     case stale
+    /// Another copy, come at once, of the claim just taken (sent to each of this satellite's
+    /// addresses): dropped, and not counted as refused.
+    case duplicate
 }

@@ -22,6 +22,8 @@ public struct HeardClaim: Sendable, Equatable {
 
 public struct SiblingClaims: Sendable {
     public static let maxSessions = 64
+    /// How soon after a claim another copy of it is a copy, not a replay.
+    public static let duplicateMs: UInt64 = 1_000
     static let windowBits: UInt64 = 64
 
     struct Seen: Sendable {
@@ -52,7 +54,7 @@ public struct SiblingClaims: Sendable {
     /// The claim in `datagram`, arrived at `arrivedMs` of this satellite's monotonic clock, when it is one to count.
     public mutating func receive(_ datagram: [UInt8], arrivedMs: UInt64) -> Result<HeardClaim, ClaimRefusal> {
         let result = admit(datagram, arrivedMs: arrivedMs)
-        if case .failure(let reason) = result { refused[reason, default: 0] += 1 }
+        if case .failure(let reason) = result, reason != .duplicate { refused[reason, default: 0] += 1 }
         return result
     }
 
@@ -64,7 +66,13 @@ public struct SiblingClaims: Sendable {
         }
         let age = UInt64(claim.ageMs)
         guard age <= freshnessMs else { return .failure(.stale) }
-        guard remember(Sender(name: claim.name, session: claim.session), claim.sequence, at: arrivedMs) else {
+        let sender = Sender(name: claim.name, session: claim.session)
+        guard remember(sender, claim.sequence, at: arrivedMs) else {
+            // A sibling sends each claim to every address it has for this satellite (IPv4, IPv6, each
+            // interface): the copies come within moments of the first and are no replay.
+            if let entry = seen[sender], entry.highest == claim.sequence, arrivedMs >= entry.heardAt, arrivedMs - entry.heardAt <= Self.duplicateMs {
+                return .failure(.duplicate)
+            }
             return .failure(.replayed)
         }
         return .success(HeardClaim(claim: claim, wakeMs: arrivedMs >= age ? arrivedMs - age : 0))
