@@ -26,7 +26,7 @@ final class House: Sendable {
     let satellites: [Satellite]
     /// `local` (each satellite's own wake word) or `server` (the server's, on each stream).
     let wake: String
-    /// The wake word, a short pause, the question and silence, as recorded (0 dB).
+    /// The wake word (`local`), a short pause, the question and silence, as recorded (0 dB).
     let phrase: [Int16]
 
     /// Starts the house's server and `count` satellites (kitchen, hall, lounge), each with
@@ -50,7 +50,9 @@ final class House: Sendable {
             }
             if !idle { throw TestFailure("\(satellite.name) never became idle; its stderr:\n\(satellite.daemon.stderr)") }
         }
-        let phrase = try await Speech.raw("okay nabu", before: 0.5, after: 0.5) + Speech.raw(question, before: 0, after: 2)
+        // The server's wake word is any 240 ms of sound: the question alone wakes it, and is heard after.
+        let phrase = wake == "server" ? try await Speech.raw(question, before: 0.5, after: 2)
+            : try await Speech.raw("okay nabu", before: 0.5, after: 0.5) + Speech.raw(question, before: 0, after: 2)
         return House(server: server, satellites: satellites, wake: wake, phrase: Speech.samples(phrase))
     }
 
