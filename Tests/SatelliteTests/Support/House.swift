@@ -154,7 +154,7 @@ final class House: Sendable {
         say(levels: levels, delaysMs: delaysMs)
         let beside = during.map { work in Task { try await work(self) } }
 
-        // Whichever is done first is taken first; once one's turn is over, one that showed nothing never woke.
+        // Whichever is done first is taken first; once one's turn is over, one that has not woken never will.
         var pending = Set(satellites.indices)
         while !pending.isEmpty {
             let (index, done) = await withTaskGroup(of: (Int, Bool).self) { group in
@@ -168,7 +168,7 @@ final class House: Sendable {
             pending.remove(index)
             if !done { Issue.record("\(satellites[index].name) did not finish the trial") }
             if Self.turnOver(satellites[index].watch.since(marks[index])) {
-                pending = pending.filter { !satellites[$0].watch.since(marks[$0]).isEmpty }
+                pending = pending.filter { Self.woke(satellites[$0].watch.since(marks[$0])) }
             }
         }
         try await beside?.value
@@ -193,6 +193,12 @@ final class House: Sendable {
     static func settled(_ events: [JSONValue], _ ended: Bool) -> Bool {
         let lost = events.contains { $0["event"] == "arbitration" && $0["won"] == false }
         return ended || turnOver(events) || lost && states(events).last.map { $0 == "idle" } ?? true
+    }
+
+    /// Whether `events` show a wake: the wake word, a decision, or a state other than idle (the
+    /// server's wake word is seen as listening). The end of the last turn may come after its idle.
+    static func woke(_ events: [JSONValue]) -> Bool {
+        events.contains { $0["event"] == "wake" || $0["event"] == "arbitration" || $0["event"] == "state" && $0["state"] != "idle" }
     }
 
     /// Whether `events` show a turn that went from idle and came back to it.
