@@ -173,18 +173,19 @@ final class House: Sendable {
         }
         try await beside?.value
 
-        let log = try await server.socketLog().filter { ($0["t"]?.numberValue ?? 0) > mark }
-        var turns: [String] = []
-        for entry in log where entry["event"] == "utterance" {
-            if let client = entry["client"]?.stringValue { turns.append(client) }
+        // The server names a second socket of a client whose first it has not yet seen close "name~2".
+        let log: [(client: String, entry: JSONValue)] = try await server.socketLog().compactMap { entry in
+            guard (entry["t"]?.numberValue ?? 0) > mark, let client = entry["client"]?.stringValue else { return nil }
+            return (String(client.prefix { $0 != "~" }), entry)
         }
+        let turns = log.filter { $0.entry["event"] == "utterance" }.map(\.client)
         var events: [String: [JSONValue]] = [:], played: [String: Bool] = [:], sent: [String: [JSONValue]] = [:], told: [String: [JSONValue]] = [:]
         for (index, satellite) in satellites.enumerated() {
             events[satellite.name] = satellite.watch.since(marks[index])
             let samples = (try? satellite.daemon.playedInOrder()) ?? []
             played[satellite.name] = samples.dropFirst(speakers[index]).contains { abs(Int($0)) > 100 }
-            sent[satellite.name] = log.filter { $0["client"] == .string(satellite.name) && $0["dir"] == "in" }
-            told[satellite.name] = log.filter { $0["client"] == .string(satellite.name) && $0["dir"] == "out" }
+            sent[satellite.name] = log.filter { $0.client == satellite.name && $0.entry["dir"] == "in" }.map(\.entry)
+            told[satellite.name] = log.filter { $0.client == satellite.name && $0.entry["dir"] == "out" }.map(\.entry)
         }
         return Trial(turns: turns, events: events, sent: sent, told: told, played: played)
     }
