@@ -20,7 +20,9 @@ final class House: Sendable {
 
     static let names = ["kitchen", "hall", "lounge"]
     static let question = "turn off the kitchen lights"
-    static let knobs: JSONValue = ["audioMs": 1200, "toneHz": 440, "replyText": "The lights are off."]
+    /// The server's wake word (any 240 ms of sound) counts only after quiet, as a wake word begins an
+    /// utterance: the rest of a question sent by a satellite that reopened its socket does not wake it.
+    static let knobs: JSONValue = ["audioMs": 1200, "toneHz": 440, "replyText": "The lights are off.", "wakeAfterQuietMs": 400]
 
     let server: TestServer
     let satellites: [Satellite]
@@ -110,7 +112,7 @@ final class House: Sendable {
         let turns: [String]
         /// What each satellite's watch showed during the trial, by name.
         let events: [String: [JSONValue]]
-        /// What each client sent up the socket during the trial (text and audio), by name.
+        /// What each client sent up the socket during the trial (text and audio, not pings), by name.
         let sent: [String: [JSONValue]]
         /// What the server sent each client during the trial, by name.
         let told: [String: [JSONValue]]
@@ -184,7 +186,9 @@ final class House: Sendable {
             events[satellite.name] = satellite.watch.since(marks[index])
             let samples = (try? satellite.daemon.playedInOrder()) ?? []
             played[satellite.name] = samples.dropFirst(speakers[index]).contains { abs(Int($0)) > 100 }
-            sent[satellite.name] = log.filter { $0.client == satellite.name && $0.entry["dir"] == "in" }.map(\.entry)
+            sent[satellite.name] = log.filter {
+                $0.client == satellite.name && $0.entry["dir"] == "in" && ($0.entry["kind"] == "text" || $0.entry["kind"] == "binary")
+            }.map(\.entry)
             told[satellite.name] = log.filter { $0.client == satellite.name && $0.entry["dir"] == "out" }.map(\.entry)
         }
         return Trial(turns: turns, events: events, sent: sent, told: told, played: played)
