@@ -55,6 +55,22 @@ struct HouseTests {
         return house
     }
 
+    /// A house with arbitration on (wake local), and its claim ports as anyone on the network finds them.
+    static func advertised() async throws -> (House, [Intruder.Target]) {
+        let house = try await arbitrating(wake: "local")
+        let targets = try await Intruder.targets(named: House.names)
+        #expect(Set(targets.map(\.name)) == Set(House.names), "each satellite advertises its claim port: \(targets)")
+        return (house, targets)
+    }
+
+    /// Stops `intruder`, which sent to every target, and the house, whose satellites all ran throughout.
+    static func finish(_ house: House, _ intruder: Intruder, _ targets: [Intruder.Target]) async {
+        await intruder.stop()
+        #expect(targets.isEmpty || intruder.count > 0)
+        #expect(house.living.count == 3, "every satellite is still running")
+        await house.stop()
+    }
+
     // MARK: Off, every room; on, the loudest
 
     @Test("with arbitration off, every satellite that heard the wake word turns", arguments: ["local", "server"])
@@ -85,9 +101,7 @@ struct HouseTests {
 
     @Test("a device without the token that claims to be louder, at every advertised port, changes nothing")
     func wrongToken() async throws {
-        let house = try await Self.arbitrating(wake: "local")
-        let targets = try await Intruder.targets(named: House.names)
-        #expect(Set(targets.map(\.name)) == Set(House.names), "each satellite advertises its claim port: \(targets)")
+        let (house, targets) = try await Self.advertised()
         // The house's identifier is public (the TXT record); its key is not.
         let house16 = targets.first?.txt["house"].flatMap(Self.bytes) ?? HouseKeys(token: house.server.token).house
         let stranger = HouseKeys(token: "not-this-house-\(UUID().uuidString)")
@@ -105,17 +119,12 @@ struct HouseTests {
             let trial = try await house.trial(levels: Self.levels(loudest: loudest))
             Self.expectOneTurn(trial, from: House.names[loudest], in: house)
         }
-        await intruder.stop()
-        #expect(targets.isEmpty || intruder.count > 0)
-        #expect(house.living.count == 3, "every satellite is still running")
-        await house.stop()
+        await Self.finish(house, intruder, targets)
     }
 
     @Test("forged, replayed and malformed datagrams at the claim ports are refused, and the satellites keep deciding")
     func badDatagrams() async throws {
-        let house = try await Self.arbitrating(wake: "local")
-        let targets = try await Intruder.targets(named: House.names)
-        #expect(Set(targets.map(\.name)) == Set(House.names), "each satellite advertises its claim port: \(targets)")
+        let (house, targets) = try await Self.advertised()
         let keys = HouseKeys(token: house.server.token)
         let tap = try ClaimTap(keys: keys)
         let first = try await house.trial(levels: Self.levels(loudest: 0))
@@ -155,10 +164,7 @@ struct HouseTests {
         // And the three decide as before, the datagrams still coming.
         let again = try await house.trial(levels: Self.levels(loudest: 2))
         Self.expectOneTurn(again, from: "lounge", in: house)
-        await intruder.stop()
-        #expect(targets.isEmpty || intruder.count > 0)
-        #expect(house.living.count == 3, "every satellite is still running")
-        await house.stop()
+        await Self.finish(house, intruder, targets)
     }
 
     // MARK: A sibling that goes away

@@ -95,19 +95,19 @@ final class Intruder: Sendable {
             address.sin6_family = sa_family_t(AF_INET6)
             address.sin6_port = target.port.bigEndian
             guard inet_pton(AF_INET6, target.address, &address.sin6_addr) == 1 else { return false }
-            return withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    sendto(v6, datagram, datagram.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
-                }
-            } >= 0
+            return send(datagram, on: v6, to: address)
         }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = target.port.bigEndian
         guard inet_pton(AF_INET, target.address, &address.sin_addr) == 1 else { return false }
-        return withUnsafePointer(to: &address) {
+        return send(datagram, on: v4, to: address)
+    }
+
+    private static func send<Address>(_ datagram: [UInt8], on fd: Int32, to address: Address) -> Bool {
+        withUnsafePointer(to: address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                sendto(v4, datagram, datagram.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                sendto(fd, datagram, datagram.count, 0, $0, socklen_t(MemoryLayout<Address>.size))
             }
         } >= 0
     }
