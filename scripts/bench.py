@@ -29,6 +29,7 @@ import time
 import urllib.request
 
 from bench_echo import MODES, EchoBench
+from bench_house import HouseBench, WINDOW_MS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 QUESTION = "what time is it in the kitchen"
@@ -127,6 +128,13 @@ FIGURES = [
     Figure("local_vs_stream_cpu", "Ratio wake local / wake server streaming, CPU (medians)", "×", 3),
     Figure("local_minus_stream_rss", "Steady RSS, wake local less wake server streaming (medians)", "MiB", 2),
     Figure("wake_to_start_ms", "The wake's decision to `start` on the socket", "ms", 3, "p5–p95"),
+    section("A house: who answers a wake (scripts/bench --house)"),
+    Figure("house_start_off_ms", "The wake's decision to `start` on the socket, arbitration off", "ms", 3, "p5–p95"),
+    Figure("house_start_0_ms", "… arbitration on, no sibling", "ms", 3, "p5–p95"),
+    Figure("house_start_1_ms", "… one sibling (the winner's)", "ms", 3, "p5–p95"),
+    Figure("house_start_2_ms", "… two siblings (the winner's)", "ms", 3, "p5–p95"),
+    Figure("house_loudest_1", "Share of wakes the loudest alone answered: two satellites 6 dB apart", "", 2),
+    Figure("house_loudest_2", "… three satellites at 0, -6 and -12 dB", "", 2),
     section("The wake word's decisions, heard faster than real time (wakeword-bench beside wakeword_reference.py)"),
     Figure("corpus_clips", "Clips of the three wake words in the corpus (context)", "", 0),
     Figure("corpus_detected", "Clips that woke their own word's model: the satellite", "", 0),
@@ -1556,6 +1564,14 @@ def aims():
     judge("The wake word adds under 4 MiB to the daemon's RSS (against streaming)", median("local_minus_stream_rss"),
           lambda v: v < 4, " MiB")
     judge("The wake reaches the socket within 100 ms of the decision", median("wake_to_start_ms"), lambda v: v < 100, " ms")
+    off, alone = median("house_start_off_ms"), median("house_start_0_ms")
+    judge("A satellite with no sibling: arbitration adds under 1 ms to the wake's `start` (medians)",
+          None if off is None or alone is None else alone - off, lambda v: v < 1, " ms")
+    for key, siblings in (("house_start_1_ms", "one sibling"), ("house_start_2_ms", "two siblings")):
+        judge(f"With {siblings}: `start` within the window plus 20 ms ({WINDOW_MS + 20} ms)", median(key),
+              lambda v: v < WINDOW_MS + 20, " ms")
+    for key, who in (("house_loudest_1", "two satellites"), ("house_loudest_2", "three satellites")):
+        judge(f"The loudest alone answers every wake, {who} 6 dB apart", median(key), lambda v: v == 1)
     judge("The satellite and the reference decide alike on every clip of the corpus", median("corpus_unlike"),
           lambda v: v == 0, " unlike")
     judge("ERLE on speech of 25 dB or more after 2 s", median("erle_speech_db"), lambda v: v >= 25, " dB")
@@ -1577,7 +1593,7 @@ def report(args, host, elapsed, bench):
     lines = [f"Date: {time.strftime('%Y-%m-%d %H:%M %Z')}", f"Command: {args.command}",
              f"Runs: {args.runs} record runs (idle {args.idle_seconds:g} s, held capture {args.capture_seconds:g} s); "
              f"{args.stream_runs} stream runs of {args.stream_seconds:g} s; {args.local_runs} local wake word runs of "
-             f"{args.local_seconds:g} s; {args.wakes} wakes; corpus {'yes' if args.corpus else 'no'}; "
+             f"{args.local_seconds:g} s; {args.wakes} wakes; {args.house_trials} wakes in each house; corpus {'yes' if args.corpus else 'no'}; "
              f"{args.false_wake_minutes:g} min for false wakes; {args.trips} round trips; "
              f"{args.callgrind_runs} callgrind runs of {args.callgrind_seconds:g} s; echo room: {args.echo_runs} runs, "
              f"{args.echo_mode_runs} in each wake mode, {args.barge_trials} barge-in trials at 6 dB; "
@@ -1635,6 +1651,11 @@ def main():
                              "the corpus and the false wakes (as --runs 0 --trips 0 --callgrind-seconds 0).")
     parser.add_argument("--only", choices=["echo"],
                         help="Only one section: echo, the echo room (as every other section's count 0).")
+    parser.add_argument("--house-trials", type=int, default=6,
+                        help="Wakes said in a house of one, two and three satellites, each way (0: none); needs Avahi, "
+                             "so it runs inside scripts/netns-run (scripts/bench --house), and is skipped elsewhere.")
+    parser.add_argument("--house", action="store_true",
+                        help="Only the house: who answers a wake among satellites of one house.")
     parser.add_argument("--echo-runs", type=int, default=3, help="Echo room runs: speech, tones, and off (0: none).")
     parser.add_argument("--echo-mode-runs", type=int, default=2,
                         help="Echo room runs in each wake mode, two answers each (0: none).")
@@ -1656,6 +1677,11 @@ def main():
     if args.only == "echo":
         args.runs, args.capture_seconds, args.stream_seconds, args.local_seconds, args.wakes = 0, 0, 0, 0, 0
         args.corpus, args.false_wake_minutes, args.trips, args.callgrind_seconds, args.wyoming = False, 0, 0, 0, False
+        args.house_trials = 0
+    if args.house:
+        args.runs, args.trips, args.callgrind_seconds, args.echo_runs, args.barge_trials, args.offline_barge_trials = 0, 0, 0, 0, 0, 0
+        args.stream_seconds, args.local_seconds, args.wakes, args.corpus, args.false_wake_minutes = 0, 0, 0, False, 0
+        args.echo_mode_runs = 0
 
     # SIGTERM (and SIGHUP) take the same way out as Ctrl-C, so `finally` stops everything.
     def interrupted(signum, frame):
@@ -1686,6 +1712,15 @@ def main():
         if args.wakes > 0:
             print(f"{args.wakes} wakes…", file=sys.stderr, flush=True)
             bench.local_wakes()
+        if args.house_trials > 0:
+            house = HouseBench(bench, FIG, BenchError, Trace, WS_TEXT, WAKE_WORD, QUESTION, TRIP_REPLY)
+            reason = house.skip_reason()
+            if reason:
+                print(f"the house: skipped: {reason}.", file=sys.stderr, flush=True)
+                bench.notes.append(f"The house was not measured: {reason}.")
+            else:
+                house.run(args.house_trials)
+                bench.knobs(**REPLY)
         if args.corpus:
             print("the wake word corpus…", file=sys.stderr, flush=True)
             bench.corpus()

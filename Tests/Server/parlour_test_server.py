@@ -88,6 +88,10 @@ DEFAULT_KNOBS: dict[str, Any] = {
     "loudThreshold": 0.012,
     "wake": "loud",  # "loud": a loud stretch of wakeMs is the wake word; "never"
     "wakeMs": 240,
+    # A wake word begins an utterance: the loud stretch counts only after this much quiet on the
+    # socket (from its opening), so the rest of a question (a satellite that reopened its socket
+    # mid-question) does not wake it as a real detector would not. 0: any loud stretch.
+    "wakeAfterQuietMs": 0,
     "muted": False,  # the server's mute gate: a wake word is ignored
     "silenceMs": 800,
     "maxUtteranceMs": 15000,
@@ -617,6 +621,7 @@ class Listener:
         self.speaking = False  # set from the reply until speakingHoldMs after the WAV, or "spoke"
         self.speaking_timer: asyncio.TimerHandle | None = None
         self.loud_run = 0  # the stand-in wake word detector
+        self.quiet_run = 0  # quiet frames before it, for wakeAfterQuietMs
         self.endpointer: Endpointer | None = None
         self.wav_sent_at: float | None = None
         self.tasks: set[asyncio.Task] = set()
@@ -719,6 +724,10 @@ class Listener:
             return
         loud = self.loud(frame)
         if self.state == "idle":
+            if loud and self.loud_run == 0 and self.quiet_run * FRAME_MS < self.knobs["wakeAfterQuietMs"]:
+                self.quiet_run = 0
+                return
+            self.quiet_run = 0 if loud else self.quiet_run + 1
             self.loud_run = self.loud_run + 1 if loud else 0
             needed = math.ceil(self.knobs["wakeMs"] / FRAME_MS)
             if self.knobs["wake"] != "loud" or self.loud_run < needed:

@@ -513,6 +513,25 @@ def test_wake_mode_wakes_on_a_loud_stretch_and_endpoints_on_silence(port):
                          "state:speaking", "reply", "wav", "state:idle"]
 
 
+def test_wake_after_quiet_wakes_only_on_a_loud_stretch_that_follows_quiet(port):
+    knobs(port, wakeAfterQuietMs=400)
+
+    async def go():
+        async with aiohttp.ClientSession() as session:
+            async with session.ws_connect(socket_url(port, f"token={TOKEN}&client=hall")) as ws:
+                await receive_until(ws, lambda m: True)
+                # Sound from the socket's opening, short gaps in it: the rest of a question, no wake.
+                await ws.send_bytes(array.array("h", tone(640) + silence(160) + tone(640)).tobytes())
+                await ws.send_bytes(array.array("h", silence(480) + tone(640) + silence(1000)).tobytes())
+                return summary(await receive_until(ws, lambda m: isinstance(m, dict) and m.get("value") == "idle"))
+
+    assert run(go())[:2] == ["stop", "state:listening"]
+    kinds = [e.get("event") or e.get("kind") for e in server_log(port)["socket"] if e.get("event") or e.get("dir") == "in"]
+    # The wake came in the second message, after the quiet: none in the first.
+    assert kinds.count("wake") == 1
+    assert [k for k in kinds if k in ("binary", "wake")][:3] == ["binary", "binary", "wake"]
+
+
 def test_refused_handshakes_get_no_answer_and_are_logged(port):
     async def attempt(url):
         async with aiohttp.ClientSession() as session:
