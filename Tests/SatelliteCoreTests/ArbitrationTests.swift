@@ -59,11 +59,12 @@ struct ArbitrationTests {
         }
     }
 
-    @Test("claims outside the wake's window, of another house, or this satellite's own do not count", arguments: [
+    @Test("claims outside the wake's window (or two before it), of another house, or this satellite's own do not count", arguments: [
         (heard("kitchen", -10, wakeMs: 1201), false),
-        (heard("kitchen", -10, wakeMs: 799), false),
+        (heard("kitchen", -10, wakeMs: 599), false),
         (heard("kitchen", -10, wakeMs: 1200), true),
         (heard("kitchen", -10, wakeMs: 800), true),
+        (heard("kitchen", -10, wakeMs: 600), true),
         (heard("kitchen", -10, wakeMs: 0), false),
         (heard("kitchen", -10, wakeMs: .max), false),
         (heard("kitchen", -10, house: HouseKeys(token: "elsewhere").house), false),
@@ -73,6 +74,41 @@ struct ArbitrationTests {
         let decision = Arbitration.decide(own: Self.own, claims: [claim], windowMs: 200)
         #expect(decision.won == !counts)
         #expect(decision.claims.count == (counts ? 1 : 0))
+    }
+
+    @Test("a sibling that woke more than a window earlier decided without this one: when it won what it heard, it answers, however loud this one is",
+          arguments: [
+              // (the earlier claims, whether this satellite answers)
+              ([heard("kitchen", -40, wakeMs: 750)], false),
+              ([heard("kitchen", -40, wakeMs: 750), heard("den", -35, wakeMs: 700)], false),  // den won its window
+              // den beat kitchen in its window, and den is within this one's window: compared as usual.
+              ([heard("kitchen", -40, wakeMs: 750), heard("den", -35, wakeMs: 900)], true),
+              ([heard("kitchen", -40, wakeMs: 750), heard("den", -5, wakeMs: 900)], false),
+          ] as [([HeardClaim], Bool)])
+    func decidedBefore(claims: [HeardClaim], won: Bool) {
+        #expect(Arbitration.decide(own: Self.heard("hall", -10), claims: claims, windowMs: 200).won == won)
+    }
+
+    @Test("wakes spread over up to two windows: one satellite answers, each deciding on the claims come by its window's end")
+    func spread() {
+        var random = SeededGenerator(seed: 63)
+        var loudestWon = 0
+        let trials = 2000
+        for _ in 0..<trials {
+            let claims = ["kitchen", "hall", "den"].map { name in
+                Self.heard(name, Double(Int.random(in: -40 ... -20, using: &random)),
+                           wakeMs: 1000 + UInt64(Int.random(in: 0...400, using: &random)))
+            }
+            let winners = claims.filter { own in
+                // What had come when its window closed.
+                let known = claims.filter { $0 != own && $0.wakeMs <= own.wakeMs + 200 }
+                return Arbitration.decide(own: own, claims: known, windowMs: 200).won
+            }
+            #expect(winners.count == 1, "\(claims.map { ($0.claim.name, $0.claim.levelCentiDb, $0.wakeMs) })")
+            if winners.first?.claim == claims.max(by: { Arbitration.beats($1.claim, $0.claim) })?.claim { loudestWon += 1 }
+        }
+        // Within a window the loudest always wins (above); spread wider, the first to decide may answer instead.
+        #expect(loudestWon > trials / 2)
     }
 
     @Test("with no sibling known the window is decided at once, won")

@@ -2,6 +2,11 @@
 // ties by the detector's probability, then by name, then by session, so that
 // every satellite given the same claims reaches the same answer. A claim counts
 // only when its wake lies within `windowMs` of this satellite's own.
+// Wakes of one word spread further than a window when rooms hear it late or a
+// detector decides late; a sibling that woke more than a window before this one
+// decided without it. So a claim up to two windows earlier counts too: when it
+// won among the claims of its own window that this satellite knows, that
+// sibling answers already and this one does not, however loud (else two would).
 
 public struct ArbitrationDecision: Sendable, Equatable {
     /// Whether this satellite answers.
@@ -17,14 +22,29 @@ public enum Arbitration {
     public static func decide(own: HeardClaim, claims: [HeardClaim], windowMs: Int) -> ArbitrationDecision {
         let counted = claims.filter { counts($0, for: own, windowMs: windowMs) }
         var winner = own.claim
-        for heard in counted where beats(heard.claim, winner) { winner = heard.claim }
+        for heard in counted where inWindow(heard, of: own, windowMs: windowMs) && beats(heard.claim, winner) { winner = heard.claim }
+        if winner == own.claim {
+            // The earliest sibling that decided before this one woke and won what it could hear.
+            let decidedBefore = counted.filter { !inWindow($0, of: own, windowMs: windowMs) }.sorted { $0.wakeMs < $1.wakeMs }
+            if let first = decidedBefore.first(where: { early in
+                !claims.contains { inWindow($0, of: early, windowMs: windowMs) && beats($0.claim, early.claim) }
+            }) { winner = first.claim }
+        }
         return ArbitrationDecision(won: winner == own.claim, winner: winner, claims: counted)
     }
 
-    /// Whether `heard` is another satellite's claim of the same house whose wake lies within `windowMs` of `own`'s.
+    /// Whether `heard` is another satellite's claim of the same house whose wake lies within `windowMs` of `own`'s,
+    /// or up to two windows before it (a sibling that decided before this one woke).
     public static func counts(_ heard: HeardClaim, for own: HeardClaim, windowMs: Int) -> Bool {
-        let gap = heard.wakeMs >= own.wakeMs ? heard.wakeMs - own.wakeMs : own.wakeMs - heard.wakeMs
-        return gap <= UInt64(max(windowMs, 0)) && heard.claim.house == own.claim.house && heard.claim != own.claim
+        guard heard.claim.house == own.claim.house, heard.claim != own.claim else { return false }
+        let window = UInt64(max(windowMs, 0))
+        return inWindow(heard, of: own, windowMs: windowMs) || heard.wakeMs < own.wakeMs && own.wakeMs - heard.wakeMs <= 2 * window
+    }
+
+    /// Whether the two wakes lie within `windowMs` of each other: each waits for the other's claim.
+    static func inWindow(_ a: HeardClaim, of b: HeardClaim, windowMs: Int) -> Bool {
+        let gap = a.wakeMs >= b.wakeMs ? a.wakeMs - b.wakeMs : b.wakeMs - a.wakeMs
+        return gap <= UInt64(max(windowMs, 0))
     }
 
     /// Whether `a` answers rather than `b`.
