@@ -85,14 +85,16 @@ public final class Daemon: Sendable {
         let chooser = ServerChooser(pin: pin, discovery: discovery, link: link, bus: bus,
                                     stateDirectory: paths.stateDirectory, retryMs: config.server.retryMs,
                                     followMoves: config.server.followMoves)
+        // Who answers a wake: decided with the house's other satellites (docs/arbitration.md).
+        let arbiter: any WakeArbiter = LoneArbiter(enabled: config.arbitration.enabled, name: config.name, room: room)
         var stream: ListenStream?
         if config.transport == .stream {
             stream = ListenStream(
                 settings: .init(name: config.name, room: room, mode: config.wake == .server ? .wake : .push,
                                 retryMs: config.server.retryMs, endpointing: endpointing, bargeIn: config.audio.echoCancel,
-                                followUp: config.conversation),
+                                followUp: config.conversation, arbitrationWindowMs: config.arbitration.windowMs),
                 link: link, capture: capture, playback: playback, bus: bus, keeper: keeper, cues: cuePlayer, offline: offline,
-                muted: local.muted)
+                arbiter: arbiter, muted: local.muted)
         }
         let conversation = Conversation(
             settings: .init(name: config.name, room: room, endpointing: endpointing, followUp: config.conversation),
@@ -111,7 +113,7 @@ public final class Daemon: Sendable {
         // The satellite's own ear: a wake starts a turn as parlourctl listen does.
         let wakeWordService = wakeWord.map { engine in
             WakeWordService(engine: engine, capture: capture, bus: bus, keeper: keeper, refractoryMs: config.wakeWord.refractoryMs,
-                            bargeIn: config.audio.echoCancel) {
+                            bargeIn: config.audio.echoCancel, arbiter: arbiter) {
                 _ = await router.listen(hold: false, holder: nil)
             }
         }
