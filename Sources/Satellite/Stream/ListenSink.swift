@@ -64,7 +64,21 @@ final class ListenSink: CaptureSink, @unchecked Sendable {
     func decided(won: Bool) {
         route.withLock { route in
             guard let kept = route.hold.decided(won: won), let room = route.room else { return }
-            if let message = batcher.add(kept) { _ = room.sendBinary(message) }
+            send(kept, on: room)
+        }
+    }
+
+    /// Frames `samples` as the server's 80 ms messages on `room`; under the route's lock.
+    private func send(_ samples: [Int16], on room: WebSocketClient) {
+        guard let blocks = batcher.add(samples) else { return }
+        // What was kept goes up as the room always does, one frame a message.
+        let bytes = batcher.samples * 2
+        guard blocks.count > bytes else {
+            _ = room.sendBinary(blocks)
+            return
+        }
+        for start in stride(from: 0, to: blocks.count, by: bytes) {
+            _ = room.sendBinary(Array(blocks[start..<min(start + bytes, blocks.count)]))
         }
     }
 
@@ -73,7 +87,7 @@ final class ListenSink: CaptureSink, @unchecked Sendable {
         route.withLock { route in
             if let room = route.room {
                 route.level.add(samples)
-                if let now = route.hold.heard(samples), let message = batcher.add(now) { _ = room.sendBinary(message) }
+                if let now = route.hold.heard(samples) { send(now, on: room) }
                 return
             }
             batcher.reset()
