@@ -1,12 +1,12 @@
-// The local wake word when the siblings decide, inside one process: the real
-// ear (WakeWordService, the shipped okay_nabu model, TensorFlow Lite) on the
-// paced test microphone, and a scripted WakeArbiter in place of the siblings'
-// Arbiter, which is built apart from the wake paths (and needs siblings to say
-// "lost"): it records what it was asked and answers as told. A wake another
-// satellite answers starts no turn and the ear listens again; a wake this one
-// answers starts its turn on the audio from the wake. The server's wake too:
-// the stream (ListenStream) on the test server's /listen, whose lost turn is
-// dropped there unanswered and shown, cued and played nowhere.
+// Both wake paths when another satellite answers, inside one process, on the
+// paced test microphone: the local wake word's real ear (WakeWordService, the
+// shipped okay_nabu model, TensorFlow Lite), and the stream (ListenStream) on
+// the test server's /listen. The siblings' Arbiter needs siblings to say
+// "lost", so a scripted WakeArbiter stands in for it: it records what it was
+// asked and answers as told. A local wake another satellite answers starts no
+// turn and the ear listens again; one this satellite answers starts its turn on
+// the audio from the wake. A server's wake another satellite answers is dropped
+// there unanswered, and shown, cued and played nowhere.
 import Foundation
 import Glibc
 import Synchronization
