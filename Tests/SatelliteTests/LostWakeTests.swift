@@ -122,6 +122,15 @@ struct LostWakeTests {
         }
         #expect(loud.count >= 6, "the turn heard the question from the wake: \(loud.count) loud frames of 80 ms")
         #expect(loud.first.map { $0 < 16_000 / 2 } ?? false, "its first words at once: first loud at sample \(String(describing: loud.first))")
+        await Self.stop(running, capture)
+    }
+
+    /// Stops what a test started and closes its microphone before its room goes quiet: the devices
+    /// of every test here share one audio thread, which must not be left reading a room no one feeds.
+    static func stop(_ running: Task<Void, Never>, _ capture: AudioCapture) async {
+        running.cancel()
+        await running.value
+        await capture.close()
     }
 
     @Test("the server's wake another satellite answers: its turn there is dropped unanswered, and nothing of it is shown or played")
@@ -201,5 +210,6 @@ struct LostWakeTests {
                 "answered on the last wake's socket, not the first's")
         let upgrades = try await server.requests().filter { $0["path"] == "/listen" }
         #expect(upgrades.count == wakes.count, "each lost wake's socket was reopened")
+        await Self.stop(running, capture)
     }
 }

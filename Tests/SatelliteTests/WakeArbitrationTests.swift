@@ -12,7 +12,6 @@ import SatelliteCore
 @Suite("Alone, a satellite that decides with its siblings answers every wake whole", .serialized, .timeLimit(.minutes(3)))
 struct WakeArbitrationTests {
     static let question = "turn off the kitchen lights"
-    static let arbitration: JSONValue = ["enabled": true, "windowMs": 1000]
 
     /// From the first to the end of the last loud 80 ms frame of `samples`, as the test server judges loudness.
     static func loudSpanMs(_ samples: [Int16]) -> Int {
@@ -30,11 +29,12 @@ struct WakeArbitrationTests {
         try await server.socketLog().last { $0["dir"] == "event" && $0["event"] == "utterance" }
     }
 
-    static func idleWatch(_ daemon: DaemonHarness) async throws -> SocketClient {
-        let watcher = try SocketClient(path: daemon.socket)
-        let status = await watcher.watch()
-        if status?["status"]?["state"] != "idle" { _ = await watcher.state("idle") }
-        return watcher
+    /// The stream transport with the wake word `wake`'s, deciding with (no) siblings.
+    static func config(_ server: TestServer, wake: String) -> JSONValue {
+        ["name": "kitchen-pi", "room": "kitchen", "transport": "stream", "wake": .string(wake),
+         "server": ["url": .string(server.url), "retryMs": 2000],
+         "audio": ["input": "testmic", "output": "testspeaker", "leadingSilenceMs": 4000, "echoCancel": false],
+         "arbitration": ["enabled": true, "windowMs": 1000]]
     }
 
     /// The states the watch shows until idle after a turn.
@@ -51,14 +51,8 @@ struct WakeArbitrationTests {
     func localWake() async throws {
         let server = try await TestServer.start(knobs: ["audioMs": 800, "toneHz": 440, "replyText": "The lights are off."])
         defer { server.stop() }
-        let config: JSONValue = [
-            "name": "kitchen-pi", "room": "kitchen", "transport": "stream", "wake": "local",
-            "server": ["url": .string(server.url), "retryMs": 2000],
-            "audio": ["input": "testmic", "output": "testspeaker", "leadingSilenceMs": 4000],
-            "arbitration": Self.arbitration,
-        ]
-        let daemon = try await DaemonHarness.start(config: config, token: server.token, fifoMic: true)
-        let watcher = try await Self.idleWatch(daemon)
+        let daemon = try await DaemonHarness.start(config: Self.config(server, wake: "local"), token: server.token, fifoMic: true)
+        let watcher = try await WakeWordTests.idleWatch(daemon)
         let question = try await Speech.raw(Self.question, before: 0, after: 2)
         daemon.room?.say(try await Speech.raw("okay nabu", before: 0.5, after: 0.3) + question)
 
@@ -80,14 +74,8 @@ struct WakeArbitrationTests {
     func serverWake() async throws {
         let server = try await TestServer.start(knobs: ["audioMs": 800, "toneHz": 440, "replyText": "The lights are off."])
         defer { server.stop() }
-        let config: JSONValue = [
-            "name": "kitchen-pi", "room": "kitchen", "transport": "stream", "wake": "server",
-            "server": ["url": .string(server.url), "retryMs": 2000],
-            "audio": ["input": "testmic", "output": "testspeaker", "leadingSilenceMs": 4000, "echoCancel": false],
-            "arbitration": Self.arbitration,
-        ]
-        let daemon = try await DaemonHarness.start(config: config, token: server.token, fifoMic: true)
-        let watcher = try await Self.idleWatch(daemon)
+        let daemon = try await DaemonHarness.start(config: Self.config(server, wake: "server"), token: server.token, fifoMic: true)
+        let watcher = try await WakeWordTests.idleWatch(daemon)
         let question = try await Speech.raw(Self.question, before: 0.3, after: 2)
         daemon.room?.say(question)
 
