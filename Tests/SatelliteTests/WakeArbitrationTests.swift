@@ -2,8 +2,8 @@
 // sibling, from the outside: a real daemon, the project's test server, the
 // paced microphone. A satellite alone decides at once and answers as before:
 // the whole question, its first words right after the wake word too, reaches
-// the server, in both wake modes. (A satellite that loses is the house tests':
-// it needs siblings; its steps are WakeHold's and TurnMachine's tables.)
+// the server, in both wake modes. (A satellite that loses needs siblings: the
+// house tests', and LostWakeTests with a scripted arbiter.)
 import Foundation
 import TestSupport
 import Testing
