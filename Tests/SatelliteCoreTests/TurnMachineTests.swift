@@ -43,6 +43,8 @@ import Testing
         .reply(text: "R", via: "v"), .audio, .badAudio(why: "B", bytes: 9), .answerLost(why: "L"),
         .played(failure: nil, sameConnection: true), .stop, .timeout(number: 1), .disconnected(why: "D"), .mute, .unmute,
         .answered(heard: "H", reply: "R", via: "v", audio: false), .requestFailed(refused), .notice(ready: true), .shutdown,
+        // Push mode: the siblings decide no server's wake, and a decision moves nothing.
+        .arbitrated(won: true), .arbitrated(won: false),
     ]
 
     struct Row {
@@ -76,6 +78,7 @@ import Testing
             ([.microphone], .idle),
             ([], .idle), ([], .idle), ([], .idle), ([], .idle),
             ([.microphone], .idle),
+            ([], .idle), ([], .idle),
         ]) + rows(.listening, [
             ([.abandon] + superseded + start(2), .listening),
             ([.abandon] + deliver(1, .cancelled(.cancelledByUser)), .idle),
@@ -96,6 +99,7 @@ import Testing
             // Not answered before it was sent.
             ([], .listening), ([], .listening), ([], .listening),
             ([.abandon] + deliver(1, .cancelled(.shuttingDown)) + [.microphone], .idle),
+            ([], .listening), ([], .listening),
         ]) + rows(.thinking, [
             ([.abandon] + superseded + start(2), .listening),
             ([.abandon] + deliver(1, .cancelled(.cancelledByUser)), .idle),
@@ -117,6 +121,7 @@ import Testing
             (failed(1, .error(refused)), .idle),
             ([], .thinking),
             ([.abandon] + deliver(1, .cancelled(.shuttingDown)) + [.microphone], .idle),
+            ([], .thinking), ([], .thinking),
         ]) + rows(.speaking, [
             ([.stopPlayback] + superseded + start(2), .listening),
             // The reply is stopping; the stage is speaking until it has.
@@ -136,6 +141,7 @@ import Testing
             ([.microphone], .speaking),
             ([], .speaking), ([], .speaking), ([], .speaking), ([], .speaking),
             ([.stopPlayback] + deliver(1, .cancelled(.shuttingDown)) + [.microphone], .speaking),
+            ([], .speaking), ([], .speaking),
         ])
     }()
 
@@ -325,8 +331,9 @@ import Testing
         _ = machine.handle(.serverState(.thinking, text: "hi"))
         _ = machine.handle(.audio)
         _ = machine.handle(.serverState(.idle, text: nil))
-        #expect(machine.handle(.stop) == [.stopPlayback])
-        #expect(machine.handle(.serverState(.listening, text: nil)) == [.cue(.awake)], "the reply is still stopping")
+        #expect(machine.handle(.stop) == [.stopPlayback], "at once, whoever answers the wake")
+        #expect(machine.handle(.serverState(.listening, text: nil)) == [], "the siblings decide first")
+        #expect(machine.handle(.arbitrated(won: true)) == [.cue(.awake)], "the reply is still stopping")
         #expect(machine.stage == .speaking)
         #expect(machine.handle(.played(failure: nil, sameConnection: true)) == [.dropFrames, .spoke, .phase(.listening)])
         #expect(machine.stage == .listening)
@@ -341,6 +348,86 @@ import Testing
         #expect(machine.handle(.mute) == [], "muting twice does nothing more")
         #expect(machine.handle(.unmute) == [.microphone])
         #expect(machine.wantsMicrophone)
+    }
+
+    // MARK: The siblings decide the server's wake
+
+    static let wakeMode = TurnMachine.Settings(streamsRoom: true, maxUtteranceSamples: 16_000, timeoutSeconds: 60)
+
+    @Test("the server's wake is shown and cued only once this satellite answers; then as a lone satellite shows it")
+    func theWinnerShowsTheServersTurnOnceDecided() {
+        // Decided after the server said listening: what it said is shown then.
+        var machine = Self.machine(in: .idle, settings: Self.wakeMode)
+        #expect(machine.handle(.stop) == [])
+        #expect(machine.deciding)
+        #expect(machine.handle(.serverState(.listening, text: nil)) == [], "no cue, no listening, before the decision")
+        #expect(machine.stage == .listening)
+        #expect(machine.handle(.arbitrated(won: true)) == [.phase(.listening), .cue(.awake)])
+        #expect(!machine.deciding)
+        #expect(machine.handle(.serverState(.thinking, text: "hi")) == [.phase(.thinking), .cue(.done), .heard("hi")])
+        #expect(machine.handle(.reply(text: "R", via: "v")) == [.reply(text: "R", via: "v")])
+        #expect(machine.handle(.audio) == [.dropFrames, .phase(.speaking), .play])
+
+        // Decided before the server said listening: it is shown as it comes.
+        var early = Self.machine(in: .idle, settings: Self.wakeMode)
+        _ = early.handle(.stop)
+        #expect(early.handle(.arbitrated(won: true)) == [])
+        #expect(early.handle(.serverState(.listening, text: nil)) == [.phase(.listening), .cue(.awake)])
+
+        // The server gave up before the decision: nothing to show.
+        var gaveUp = Self.machine(in: .idle, settings: Self.wakeMode)
+        _ = gaveUp.handle(.stop)
+        _ = gaveUp.handle(.serverState(.listening, text: nil))
+        _ = gaveUp.handle(.serverState(.idle, text: nil))
+        #expect(gaveUp.handle(.arbitrated(won: true)) == [])
+        #expect(gaveUp.stage == .idle)
+
+        // A decision comes once: a late second one changes nothing.
+        #expect(machine.handle(.arbitrated(won: false)) == [])
+        #expect(!machine.standingDown)
+    }
+
+    @Test("another satellite answers: the server's turn is dropped, and nothing of it is shown, cued or played")
+    func theLoserDropsTheServersTurn() {
+        var machine = Self.machine(in: .idle, settings: Self.wakeMode)
+        _ = machine.handle(.stop)
+        _ = machine.handle(.serverState(.listening, text: nil))
+        #expect(machine.handle(.arbitrated(won: false)) == [.dropServerTurn])
+        #expect(machine.standingDown)
+        // Whatever the server still says of that turn before the socket closes goes unshown.
+        #expect(machine.handle(.serverState(.thinking, text: "hi")) == [])
+        #expect(machine.handle(.reply(text: "R", via: "v")) == [])
+        #expect(machine.handle(.serverState(.speaking, text: nil)) == [])
+        #expect(machine.handle(.audio) == [], "never played")
+        #expect(!machine.playing)
+        #expect(machine.handle(.stop) == [])
+        #expect(!machine.deciding, "a wake on the socket being dropped is not decided again")
+        // The socket reopened: the next wake is decided afresh.
+        #expect(machine.handle(.disconnected(why: "D")) == [.phase(nil), .microphone])
+        #expect(!machine.standingDown)
+        #expect(machine.handle(.ready) == [.microphone])
+        _ = machine.handle(.stop)
+        #expect(machine.handle(.serverState(.listening, text: nil)) == [])
+        #expect(machine.handle(.arbitrated(won: true)) == [.phase(.listening), .cue(.awake)])
+
+        // Lost while the socket is down: nothing to drop.
+        var offline = Self.machine(in: .idle, settings: Self.wakeMode)
+        _ = offline.handle(.stop)
+        _ = offline.handle(.disconnected(why: "D"))
+        #expect(offline.handle(.arbitrated(won: false)) == [], "the decision of a socket gone is not this one's")
+    }
+
+    @Test("muted or in a push turn, no server's wake is shown, whoever answers it")
+    func mutedOrPushingNothingIsDecided() {
+        var muted = Self.machine(in: .idle, settings: Self.wakeMode)
+        _ = muted.handle(.stop)
+        _ = muted.handle(.serverState(.listening, text: nil))
+        #expect(muted.handle(.mute) == [.dropServerTurn, .microphone])
+        #expect(muted.handle(.arbitrated(won: true)) == [], "muted, the turn is not shown")
+
+        var pushing = Self.machine(in: .listening, settings: Self.wakeMode)
+        _ = pushing.handle(.stop)
+        #expect(!pushing.deciding)
     }
 
     @Test func staleTimersAndCancelsAreIgnored() {

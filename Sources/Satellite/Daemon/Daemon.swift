@@ -103,9 +103,9 @@ public final class Daemon: Sendable {
             stream = ListenStream(
                 settings: .init(name: config.name, room: room, mode: config.wake == .server ? .wake : .push,
                                 retryMs: config.server.retryMs, endpointing: endpointing, bargeIn: config.audio.echoCancel,
-                                followUp: config.conversation),
+                                followUp: config.conversation, arbitrationWindowMs: config.arbitration.windowMs),
                 link: link, capture: capture, playback: playback, bus: bus, keeper: keeper, cues: cuePlayer, offline: offline,
-                muted: local.muted)
+                arbiter: arbiter, muted: local.muted)
         }
         let conversation = Conversation(
             settings: .init(name: config.name, room: room, endpointing: endpointing, followUp: config.conversation),
@@ -131,7 +131,7 @@ public final class Daemon: Sendable {
         // The satellite's own ear: a wake starts a turn as parlourctl listen does.
         let wakeWordService = wakeWord.map { engine in
             WakeWordService(engine: engine, capture: capture, bus: bus, keeper: keeper, refractoryMs: config.wakeWord.refractoryMs,
-                            bargeIn: config.audio.echoCancel) {
+                            bargeIn: config.audio.echoCancel, arbiter: arbiter) {
                 _ = await router.listen(hold: false, holder: nil)
             }
         }

@@ -17,6 +17,10 @@
 // the machine's state; only a push turn's periods come here. A follow-up is a
 // push turn whose `start` waits for speech to begin: until then its periods are
 // kept here (the last half second), and nothing of the room goes up.
+// The server's wake (its `stop`) is decided among the satellite's siblings
+// (WakeArbiter): the room is kept from the `stop` until then, and goes up first
+// once this satellite answers; one that does not drops its turn at the server
+// (TurnMachine, `arbitrated`).
 import SatelliteCore
 
 /// Holds the /listen socket, streams the microphone, plays the replies.
@@ -35,9 +39,13 @@ public actor ListenStream {
         public var bargeIn: Bool
         /// `conversation.*`: listening again after an answer that asks something.
         public var followUp: FollowUp
+        /// `arbitration.windowMs`: the longest the siblings take to decide a wake (the room is kept that long).
+        public var arbitrationWindowMs: Int
 
         public init(name: String, room: String, mode: ListenMode, retryMs: Int, endpointing: Endpointer.Settings,
-                    turnTimeout: Duration = .seconds(60), bargeIn: Bool = false, followUp: FollowUp = FollowUp(mode: .never)) {
+                    turnTimeout: Duration = .seconds(60), bargeIn: Bool = false, followUp: FollowUp = FollowUp(mode: .never),
+                    arbitrationWindowMs: Int = 200) {
+            self.arbitrationWindowMs = arbitrationWindowMs
             self.followUp = followUp
             self.bargeIn = bargeIn
             self.name = name
@@ -52,6 +60,10 @@ public actor ListenStream {
     /// The largest binary message taken from the server: a long float32 reply fits.
     public static let maxBinary = 8 << 20
 
+    /// The detector's probability claimed for the server's wake, which says none: the same on every
+    /// satellite, so that satellites woken by the server are told apart by their level alone.
+    public static let serverWakeProbability = 1.0
+
     private var settings: Settings
     private let link: Link
     private let capture: AudioCapture
@@ -61,6 +73,8 @@ public actor ListenStream {
     private let cues: CuePlayer?
     /// nil when `offline.speak` is false.
     private let offline: OfflineVoice?
+    /// Decides with the siblings whether this satellite answers the server's wake.
+    private let arbiter: (any WakeArbiter)?
 
     private var policy: ReconnectPolicy
     /// The connection in use, once it opened; `connectionNumber` tells a new one from the last.
@@ -110,8 +124,9 @@ public actor ListenStream {
     private var closing: String?
 
     public init(settings: Settings, link: Link, capture: AudioCapture, playback: Playback, bus: EventBus, keeper: StateKeeper,
-                cues: CuePlayer? = nil, offline: OfflineVoice? = nil, muted: Bool = false) {
+                cues: CuePlayer? = nil, offline: OfflineVoice? = nil, arbiter: (any WakeArbiter)? = nil, muted: Bool = false) {
         self.settings = settings
+        self.arbiter = arbiter
         self.driver = TurnDriver(TurnMachine(settings: .init(
             streamsRoom: settings.mode == .wake, maxUtteranceSamples: settings.endpointing.maxUtteranceMs * 16,
             timeoutSeconds: settings.turnTimeout.components.seconds, speaksOffline: offline != nil, bargeIn: settings.bargeIn,
@@ -340,13 +355,37 @@ public actor ListenStream {
         case .reply(let text, let via):
             await driver.apply(.reply(text: text, via: via))
         case .stop:
-            // The server heard its wake word: whatever plays stops now.
-            await driver.apply(.stop)
+            // The server heard its wake word: whatever plays stops now, and the room is kept until the siblings decide.
+            await serverWoke(atNs: MonotonicClock.nanoseconds())
         case .unknown(let type):
             if unknownTypes.insert(type).inserted {
                 bus.notice(.info, "The server sent a message of type \"\(type)\", unknown here; such messages are ignored.", ["type": type])
             }
         }
+    }
+
+    /// The server's wake at `wakeNs`: the room is kept from now on, and the siblings are asked who answers.
+    private func serverWoke(atNs wakeNs: UInt64) async {
+        let heard = sink.map { ($0, $0.hold()) }
+        await driver.apply(.stop)
+        guard machine.deciding else {
+            // No turn of the server's to decide (a push turn is under way): the room goes on up.
+            heard?.0.decided(won: true)
+            return
+        }
+        let number = connectionNumber
+        work.start { [weak self, arbiter] in
+            let decision = await arbiter?.arbitrate(levelDb: heard?.1 ?? SignalLevel.floorDBFS,
+                                                    probability: Self.serverWakeProbability, wakeNs: wakeNs)
+            await self?.arbitrated(won: decision?.won ?? true, sink: heard?.0, connection: number)
+        }
+    }
+
+    /// The siblings decided the wake heard on connection `number`: the room kept goes up first, or never.
+    private func arbitrated(won: Bool, sink: ListenSink?, connection number: Int) async {
+        sink?.decided(won: won)
+        guard number == connectionNumber else { return }
+        await driver.apply(.arbitrated(won: won))
     }
 
     private func received(_ wav: [UInt8]) async {
@@ -418,7 +457,9 @@ public actor ListenStream {
             if let block = batcher.add(kept) { connection?.sendBinary(block) }
             kept = []
         case .dropServerTurn:
-            closing = "the microphone was muted while the server was listening, so it drops what it heard"
+            closing = machine.standingDown
+                ? "another satellite of the house answers the wake word, so the server drops what it heard here"
+                : "the microphone was muted while the server was listening, so it drops what it heard"
             connection?.close()
         }
     }
@@ -558,7 +599,7 @@ public actor ListenStream {
                 let frames: AsyncStream<CaptureChunk>
                 if settings.mode == .wake {
                     // The room from the audio thread; a push turn's periods still come to `feed`.
-                    let sink = ListenSink(bound: max(4, 32000 / period))
+                    let sink = ListenSink(bound: max(4, 32000 / period), windowMs: settings.arbitrationWindowMs)
                     self.sink = sink
                     routePeriods(mayOpen: true)
                     _ = try await capture.open(periodFrames: period, into: sink)

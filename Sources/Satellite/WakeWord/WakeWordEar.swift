@@ -4,7 +4,9 @@
 // microphone ending hop to WakeWordService. A wake hands the open device over
 // there and then, with what follows the deciding frame, so the turn it starts
 // loses no period. The gate is the service's and the ear's, under a lock that
-// neither holds for longer than a look at it.
+// neither holds for longer than a look at it. The level the word was heard at
+// (for the siblings' decision) is the last second of the processed audio up to
+// the frame that decided it (WakeLevel).
 import SatelliteCore
 import Synchronization
 
@@ -13,9 +15,9 @@ import Synchronization
 final class WakeWordEar: CaptureSink, @unchecked Sendable {
     /// What the service hears of it, once.
     enum Outcome: Sendable {
-        /// The word, at `decidedAt` (CLOCK_MONOTONIC ns); the microphone is handed over. `resetFailed`:
-        /// the engine could not start afresh after it.
-        case woke(probability: Double, decidedAt: UInt64, resetFailed: WakeWordModelError?)
+        /// The word, decided at `decidedAt` (CLOCK_MONOTONIC ns) on audio that ended at `heardAt`, heard at
+        /// `levelDb` (dBFS); the microphone is handed over. `resetFailed`: the engine could not start afresh after it.
+        case woke(probability: Double, levelDb: Double, decidedAt: UInt64, heardAt: UInt64, resetFailed: WakeWordModelError?)
         /// The engine failed to run; the microphone is closed.
         case failed(WakeWordModelError)
         /// The microphone closed: stopped (another consumer, a mute, the gate closing) or failed.
@@ -31,8 +33,9 @@ final class WakeWordEar: CaptureSink, @unchecked Sendable {
     private let engine: WakeWordEngine
     private let gate: Gate
     private let report: @Sendable (Outcome) -> Void
-    /// The audio thread's: the wake decided, or the engine's failure.
-    private var wake: (probability: Double, decidedAt: UInt64)?
+    /// The audio thread's: the wake decided, or the engine's failure, and the level of what it heard.
+    private var wake: (probability: Double, levelDb: Double, decidedAt: UInt64, heardAt: UInt64)?
+    private var level = WakeLevel()
     private var failure: WakeWordModelError?
 
     init(engine: WakeWordEngine, gate: Gate, report: @escaping @Sendable (Outcome) -> Void) {
@@ -53,8 +56,15 @@ final class WakeWordEar: CaptureSink, @unchecked Sendable {
             return .stop
         }
         let now = MonotonicClock.nanoseconds()
-        guard let heard, gate.state.withLock({ $0.heard(atMs: Int64(now / 1_000_000)) }) else { return .more }
-        wake = (heard.probability, now)
+        guard let heard, gate.state.withLock({ $0.heard(atMs: Int64(now / 1_000_000)) }) else {
+            level.add(samples)
+            return .more
+        }
+        level.add(samples[..<min(max(heard.end, 0), samples.count)])
+        // Siblings compare when each heard the word, and a period's end is up to a period after the
+        // frame that decided it: the frame's own time is the period's end less the samples after it.
+        let after = UInt64(max(samples.count - max(heard.end, 0), 0)) * 1_000_000_000 / 16_000
+        wake = (heard.probability, level.dBFS, now, now >= after ? now - after : 0)
         // The turn's audio starts where the deciding frame ended, not at the top of the period.
         return .handOver(keeping: heard.end < samples.count ? Array(samples[heard.end...]) : nil)
     }
@@ -65,7 +75,8 @@ final class WakeWordEar: CaptureSink, @unchecked Sendable {
             // Before the report, as before the ear ran here: the next ear finds the model afresh.
             var resetFailed: WakeWordModelError?
             do { try engine.reset() } catch { resetFailed = error }
-            report(.woke(probability: wake.probability, decidedAt: wake.decidedAt, resetFailed: resetFailed))
+            report(.woke(probability: wake.probability, levelDb: wake.levelDb, decidedAt: wake.decidedAt, heardAt: wake.heardAt,
+                         resetFailed: resetFailed))
         } else if let failure {
             report(.failed(failure))
         } else {

@@ -7,6 +7,10 @@
 // (its result goes to the journal, watch and the state hook as any turn's).
 // The model starts afresh after each wake. Muted, listening or thinking the
 // ear is closed; speaking too, unless the echo is cancelled (`bargeIn`).
+// Before the turn starts, the satellite's siblings decide who answers the wake
+// (WakeArbiter); meanwhile the microphone handed over keeps what it hears, so
+// the winner's turn still begins at the wake. One that does not answer sends
+// nothing, sounds nothing, and listens for the word again.
 import SatelliteCore
 
 /// Listens for the local wake word and starts a turn on each wake.
@@ -24,6 +28,7 @@ public actor WakeWordService {
     private let bus: EventBus
     private let keeper: StateKeeper
     private let startTurn: @Sendable () async -> Void
+    private let arbiter: any WakeArbiter
     /// The policy, shared with the ear on the audio thread.
     private let gate: WakeWordEar.Gate
     /// The ear being fed, and which one (a late end of an old one is ignored).
@@ -36,9 +41,10 @@ public actor WakeWordService {
     /// The model failed to run: the ear stays closed (status and doctor say why).
     private var broken = false
 
-    /// `startTurn` runs one turn to its result, as `parlourctl listen` does.
+    /// `startTurn` runs one turn to its result, as `parlourctl listen` does; `arbiter` says first whether this satellite answers.
     public init(engine: WakeWordEngine, capture: AudioCapture, bus: EventBus, keeper: StateKeeper, refractoryMs: Int,
-                bargeIn: Bool = false, startTurn: @escaping @Sendable () async -> Void) {
+                bargeIn: Bool = false, arbiter: any WakeArbiter, startTurn: @escaping @Sendable () async -> Void) {
+        self.arbiter = arbiter
         self.engine = engine
         self.capture = capture
         self.bus = bus
@@ -114,7 +120,7 @@ public actor WakeWordService {
     /// What ear `number` ended with: a wake, a failure, or the microphone closing.
     private func heard(_ outcome: WakeWordEar.Outcome, number: Int) async {
         switch outcome {
-        case .woke(let probability, let decidedAt, let resetFailed):
+        case .woke(let probability, let levelDb, let decidedAt, let heardAt, let resetFailed):
             if microphone?.number == number { microphone = nil }
             bus.publish(.wake(model: engine.name, probability: probability))
             // When the detector decided, for scripts/bench.
@@ -122,8 +128,11 @@ public actor WakeWordService {
             if let resetFailed { fail(resetFailed) }
             // Not a child of run(): the wake word's service stops first at shutdown, and the turn it
             // started must end through the conversation (shutting_down), not by being cancelled here.
-            Task {
-                await startTurn()
+            // The microphone handed over keeps what it hears (two seconds, more than any window) until the turn takes it.
+            Task { [arbiter] in
+                let decision = await arbiter.arbitrate(levelDb: levelDb, probability: probability, wakeNs: heardAt)
+                // Another satellite answers (the arbiter's journal line says which): the microphone handed over is dropped.
+                if decision?.won != false { await startTurn() }
                 await self.turnEnded()
             }
         case .failed(let error):

@@ -55,8 +55,12 @@ public enum TurnEvent: Sendable, Equatable {
     /// What was playing (the answer, or the notice) ended; `failure` says why it could not play;
     /// `sameConnection`: the connection it came on is still the one open (stream).
     case played(failure: SpeakerFault?, sameConnection: Bool)
-    /// The server's `stop`: it heard its wake word, so whatever plays stops.
+    /// The server's `stop`: it heard its wake word, so whatever plays stops. In wake mode the
+    /// satellite's siblings then decide who answers (`arbitrated`): until then its turn is not shown.
     case stop
+    /// The siblings' decision on the server's last wake: `won`, this satellite answers (as a lone
+    /// one does); lost, another does, and this one's turn at the server is dropped unheard.
+    case arbitrated(won: Bool)
     /// Push turn `number` ran out of time.
     case timeout(number: Int)
     /// The connection ended; `why` is its last problem.
@@ -143,6 +147,11 @@ public enum PeriodRoute: Sendable, Equatable {
 }
 
 /// The turn: the push turn under way, the server's own turn (wake mode), the reply playing.
+/// In wake mode the server's wake word opens a turn on every satellite that streamed it; the
+/// siblings decide which one answers, and until then the turn is neither shown nor cued. The one
+/// that answers shows it and sounds the awake cue then (the room kept since the wake goes up first,
+/// WakeHold); the others drop their turn at the server by reopening the socket (its session goes,
+/// and with it the question it was hearing, never sent to be answered), showing and saying nothing.
 public struct TurnMachine: Sendable, Equatable {
     public struct Settings: Sendable, Equatable {
         /// Wake mode: the room goes up all the time the socket is ready.
@@ -221,6 +230,11 @@ public struct TurnMachine: Sendable, Equatable {
     public private(set) var server = ListenState.idle
     /// Wake mode: the server is listening on its own turn (not a push turn).
     private var serverListening = false
+    /// Wake mode: the server woke and the siblings have not decided yet; its turn is not shown.
+    public private(set) var deciding = false
+    /// Wake mode: another satellite answers the server's wake; what the server says of this
+    /// connection's turn is not shown, played or cued, until the socket is reopened.
+    public private(set) var standingDown = false
     /// The answer's words while it plays: once it has played to its end, they decide a follow-up.
     private var answer: String?
     /// Follow-ups since a person last asked (a request, or the server's wake word).
@@ -328,9 +342,14 @@ public struct TurnMachine: Sendable, Equatable {
 
         case .serverState(let state, let text):
             server = state
+            if deciding || standingDown {
+                serverListening = state == .listening
+                return []
+            }
             return serverSaid(state, text: text)
 
         case .reply(let text, let via):
+            if standingDown { return [] }
             if var current = turn, current.stage == .thinking {
                 current.reply = (text, via)
                 turn = current
@@ -341,6 +360,8 @@ public struct TurnMachine: Sendable, Equatable {
             return [.reply(text: text, via: via)]
 
         case .audio:
+            // Another satellite's answer, had the server got this far: never played here.
+            if standingDown { return [] }
             if var current = turn {
                 guard current.stage == .thinking else { return [] }
                 current.stage = .speaking
@@ -389,7 +410,22 @@ public struct TurnMachine: Sendable, Equatable {
             return actions.filter { $0 != .phase(nil) && $0 != .microphone } + followUp()
 
         case .stop:
+            if settings.streamsRoom, turn == nil, !standingDown { deciding = true }
             return playing ? [.stopPlayback] : []
+
+        case .arbitrated(let won):
+            guard deciding else { return [] }
+            deciding = false
+            guard won else {
+                standingDown = true
+                // The socket reopens: the server's session, and the question it was hearing, go with it.
+                return ready ? [.dropServerTurn] : []
+            }
+            // What the server said meanwhile is shown now, as a lone satellite would have shown it.
+            // (Its listening is new to the satellite: the awake cue sounds now, and no done cue before it.)
+            guard server != .idle else { return [] }
+            serverListening = false
+            return serverSaid(server, text: nil)
 
         case .timeout(let number):
             guard let current = turn, current.number == number, current.notice == nil, let seconds = settings.timeoutSeconds else { return [] }
@@ -401,6 +437,8 @@ public struct TurnMachine: Sendable, Equatable {
         case .disconnected(let why):
             ready = false
             server = .idle
+            deciding = false
+            standingDown = false
             var actions: [TurnAction] = []
             if let current = turn, current.followUp, !current.begun {
                 // A follow-up no one has spoken into yet ends as quietly as if no one had.
@@ -414,6 +452,8 @@ public struct TurnMachine: Sendable, Equatable {
         case .mute:
             guard !muted else { return [] }
             muted = true
+            // Muted, no turn of the server's is shown, whoever answers it.
+            deciding = false
             if let current = turn, current.stage == .listening {
                 return [.dropFrames] + abandon(current) + deliver(current, .error(.mutedWhileListening))
             }
