@@ -264,8 +264,10 @@ struct DoctorRulesTests {
     @Test("doctor's help names every check, in order")
     func helpNamesChecks() throws {
         let help = try #require(ParlourctlCommandLine.helpText(for: "doctor"))
+        // The names in order, with what says when a few of them run ("(these two with wake local)") left out.
         let flat = help.split(whereSeparator: \.isWhitespace).joined(separator: " ")
-        #expect(flat.contains(DoctorCheck.Name.allCases.map(\.rawValue).joined(separator: ", ")))
+            .replacing(/\s\([^)]*\)/, with: "")
+        #expect(flat.contains(DoctorCheck.Name.allCases.map(\.rawValue).joined(separator: ", ")), "\(flat)")
     }
 
     @Test("the locale decides the marks", arguments: [
