@@ -32,7 +32,7 @@ public struct PlaybackOutcome: Sendable, Equatable {
 ///
 /// Threads: `open` runs on the caller's thread (Playback calls it on the audio thread). After
 /// `start` only the audio thread touches the handle, and closes it when the audio has ended.
-public final class ALSAPlaybackDevice: AudioEngineSide, @unchecked Sendable {
+public final class ALSAPlaybackDevice: AudioEngineSide, SpeakerOutput, @unchecked Sendable {
     public let device: String
     public let rate: Int
     public let channels: Int
