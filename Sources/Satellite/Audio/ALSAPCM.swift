@@ -38,6 +38,32 @@ struct ALSAPCM {
         }
     }
 
+    /// What snd_pcm_writei's `result` on `pcm` leaves the writer to do; an error other than these throws.
+    enum Written {
+        /// Frames were written.
+        case frames(Int)
+        /// No room: wait for poll.
+        case full
+        /// Interrupted, or an underrun (or a suspend) recovered: write again.
+        case again(underran: Bool)
+    }
+
+    static func written(_ result: Int, pcm: OpaquePointer, device: String) throws(ALSAError) -> Written {
+        if result > 0 { return .frames(result) }
+        let code = Int32(truncatingIfNeeded: result)
+        switch -code {
+        case 0, EAGAIN:
+            return .full
+        case EINTR:
+            return .again(underran: false)
+        case EPIPE, ESTRPIPE:
+            try ALSAError.check(snd_pcm_recover(pcm, code, 1), "snd_pcm_recover", device)
+            return .again(underran: true)
+        default:
+            throw ALSAError(function: "snd_pcm_writei", code: code, device: device)
+        }
+    }
+
     private static func configure(_ pcm: OpaquePointer, device: String, playback: Bool, rate: Int, channels: Int,
                                   periodFrames: Int, periods: Int, converting: Bool) throws(ALSAError) -> (Int, Int, Int) {
         var hwAllocated: OpaquePointer?

@@ -185,6 +185,8 @@ public actor Playback {
             engine.cancelsEcho ? try SteadySpeaker.open(device: device, engine: engine) : nil
         }
         guard let opened else { return nil }
+        bus.notice(.info, "The speaker is kept open while the echo is cancelled, playing silence between sounds.",
+                   ["device": device, "rate": String(opened.rate)])
         opened.start { [weak self, work] error in
             work.start { [weak self] in await self?.lost(error, opened) }
         }

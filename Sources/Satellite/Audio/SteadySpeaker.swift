@@ -6,9 +6,10 @@
 // answer's first second ran on the last one's delay. Each reply or cue is played
 // into it in turn, brought to its rate and to mono here (speexdsp's resampler).
 // Driven by the audio thread (AudioEngine), which alone touches it after `open`.
-// Easy to get wrong: a sound cancelled is dropped with what is queued, so it
-// stops at once, and silence fills the device again (the speaker is placed afresh
-// on the echo's timeline, as after an underrun, and the delay measured again);
+// Easy to get wrong: what is queued of a sound cancelled is taken back (rewound)
+// and silence written in its place, so it stops at once and the card plays on
+// (the speaker is placed afresh on the echo's timeline, as after an underrun, and
+// the delay measured again);
 // an underrun is recovered the same way, never a failure; and a sound's end is
 // awaited until the card has played it, not until it was written.
 import CALSA
@@ -150,52 +151,50 @@ final class SteadySpeaker: AudioEngineSide, SpeakerOutput, @unchecked Sendable {
                 if result > 0 { engine.speakerWrote(UnsafeBufferPointer(rebasing: samples[0..<result]), frames: result, by: self, pcm: pcm) }
                 return result
             }
-            if result > 0 {
+            switch try ALSAPCM.written(result, pcm: pcm, device: device) {
+            case .frames(let count):
                 if pendingIsSound, let sound, !sound.started {
                     // Heard once what was queued before it has played.
                     var delay: snd_pcm_sframes_t = 0
-                    if snd_pcm_delay(pcm, &delay) != 0 { delay = snd_pcm_sframes_t(result) }
+                    if snd_pcm_delay(pcm, &delay) != 0 { delay = snd_pcm_sframes_t(count) }
                     let now = MonotonicClock.nanoseconds()
                     sound.started = true
-                    sound.firstFrame(now, now + UInt64(max(0, Int(delay) - result)) * 1_000_000_000 / UInt64(rate))
+                    sound.firstFrame(now, now + UInt64(max(0, Int(delay) - count)) * 1_000_000_000 / UInt64(rate))
                 }
-                written += Int64(result)
-                pending.removeFirst(result)
-                continue
-            }
-            let code = Int32(truncatingIfNeeded: result)
-            switch -code {
-            case 0, EAGAIN:
+                written += Int64(count)
+                pending.removeFirst(count)
+            case .full:
                 // A device prepared again (an underrun, a sound dropped) starts once full; full it is.
                 if snd_pcm_state(pcm) == SND_PCM_STATE_PREPARED {
                     try ALSAError.check(snd_pcm_start(pcm), "snd_pcm_start", device)
                 }
                 return
-            case EINTR:
-                continue
-            case EPIPE, ESTRPIPE:
-                // Nothing was written for a whole buffer (a loaded machine): the card played out and
-                // stopped. It starts again once filled; the echo's timeline sees the jump and measures again.
-                underrunCount.add(1, ordering: .relaxed)
-                try ALSAError.check(snd_pcm_recover(pcm, code, 1), "snd_pcm_recover", device)
-            default:
-                throw ALSAError(function: "snd_pcm_writei", code: code, device: device)
+            case .again(let underran):
+                // An underrun (a loaded machine): the card played everything and stopped. It starts again
+                // once filled; the echo's timeline sees the jump, and the delay is measured again.
+                if underran { underrunCount.add(1, ordering: .relaxed) }
             }
         }
     }
 
-    /// The sound playing was cancelled: what is queued of it is dropped, so it stops now.
+    /// The sound playing was cancelled: what is queued is taken back and silence written in its place
+    /// (a device that cannot take back drops it and starts again), so it stops now. Taken back, the
+    /// card plays on without a break; dropped, it starts afresh, and a converter or a card's own
+    /// buffer (ALSA's file plugin, the test room's) may keep what was dropped.
     private func stopSound() {
         guard let sound else { return }
         self.sound = nil
         if sound.started, played < sound.endsAt ?? .max {
-            snd_pcm_drop(pcm)
-            snd_pcm_prepare(pcm)
-            pending = []
-            written = played
-        } else if pendingIsSound {
-            pending = []
+            let queued = written - played
+            let back = snd_pcm_rewind(pcm, snd_pcm_uframes_t(max(0, snd_pcm_rewindable(pcm))))
+            if back > 0 { written -= Int64(back) }
+            if back < 0 || Int64(back) < queued - Int64(periodFrames) {
+                snd_pcm_drop(pcm)
+                snd_pcm_prepare(pcm)
+                written = played
+            }
         }
+        if pendingIsSound { pending = [] }
         sound.finish(.success(PlaybackOutcome(ending: .cancelled, framesWritten: sound.framesTaken)))
     }
 
