@@ -2,16 +2,17 @@
 // one rate (the card's own near 48 kHz, so nothing converts behind it) and mono,
 // kept full (silence between sounds), so the echo's path (the card, a
 // converter, the room) stays what the canceller measured, from one answer to the
-// next. A device opened afresh for each answer starts its path afresh, and each
-// answer's first second ran on the last one's delay. Each reply or cue is played
-// into it in turn, brought to its rate and to mono here (speexdsp's resampler).
-// Driven by the audio thread (AudioEngine), which alone touches it after `open`.
-// Easy to get wrong: what is queued of a sound cancelled is taken back (rewound)
-// and silence written in its place, so it stops at once and the card plays on
-// (the speaker is placed afresh on the echo's timeline, as after an underrun, and
-// the delay measured again);
-// an underrun is recovered the same way, never a failure; and a sound's end is
-// awaited until the card has played it, not until it was written.
+// next: a device opened afresh for each answer would start its path afresh, and
+// each answer's first second would run on the last one's delay. Each reply or
+// cue is played into it in turn, brought to its rate and to mono here
+// (speexdsp's resampler). Driven by the audio thread (AudioEngine), which alone
+// touches it after `open`. Easy to get wrong: what is queued of a sound
+// cancelled is taken back (rewound) and silence written in its place, so it
+// stops at once and the card plays on (a device that cannot rewind drops and
+// starts again: the speaker is placed afresh on the echo's timeline, as after an
+// underrun, and the delay measured again); an underrun is recovered, never a
+// failure; and a sound's end is awaited until the card has played it, not until
+// it was written.
 import CALSA
 import CSpeexDSP
 import Glibc
@@ -121,6 +122,8 @@ final class SteadySpeaker: AudioEngineSide, SpeakerOutput, @unchecked Sendable {
         if let sound, let end = sound.endsAt, played >= end {
             self.sound = nil
             sound.finish(.success(PlaybackOutcome(ending: .finished, framesWritten: sound.frameCount)))
+            // Closed in this wake-up, before the one that opens the speaker for the next sound.
+            if closing || !engine.cancelsEcho { return self.end(nil) }
         }
         return true
     }
