@@ -215,7 +215,7 @@ import Testing
         #expect(alignment.delay == 5600)
     }
 
-    @Test func aWeakPeakIsTakenOnceTheNextAgreesAStrongOneAtOnce() {
+    @Test func aWeakPeakOrAMoveIsTakenOnceTheNextAgreesAStrongFirstOneAtOnce() {
         var alignment = EchoAlignment()
         alignment.measured(EchoDelay.Estimate(lag: 9000, correlation: 0.4))
         #expect(alignment.delay == nil, "a weak peak alone may be a sidelobe")
@@ -223,8 +223,15 @@ import Testing
         #expect(alignment.delay == nil, "another weak peak elsewhere: neither is taken")
         alignment.measured(EchoDelay.Estimate(lag: 4030, correlation: -0.4))
         #expect(alignment.delay == 4030)
+        // A delay known is moved only once two agree, however strong: one over a tone may be a period off.
         alignment.measured(EchoDelay.Estimate(lag: 6000, correlation: -0.8))
-        #expect(alignment.delay == 6000)
+        #expect(alignment.delay == 4030)
+        alignment.measured(EchoDelay.Estimate(lag: 4020, correlation: 0.9))
+        #expect(alignment.delay == 4030, "the known delay, found again, stands")
+        alignment.measured(EchoDelay.Estimate(lag: 6000, correlation: 0.9))
+        #expect(alignment.delay == 4030)
+        alignment.measured(EchoDelay.Estimate(lag: 6010, correlation: 0.9))
+        #expect(alignment.delay == 6010)
     }
 
     @Test func timelineSampleOfTheClock() {

@@ -3,7 +3,7 @@
 // processing while each answer plays; the room knows what it put into the
 // microphone before. Their ratio is the echo return loss enhancement (ERLE):
 // over the first answer from two seconds in, over the second from half a second
-// in, in push turns (the meter's own 20 ms periods), with the local ear (120 ms)
+// in (the speaker kept open between them, so the echo's path holds), in push turns (the meter's own 20 ms periods), with the local ear (120 ms)
 // and streaming to a server that wakes (80 ms). Noise suppression and gain are
 // off, so the figure is the cancellers' alone; with cancelling off it is 0 dB.
 import Foundation
@@ -27,9 +27,11 @@ struct EchoModesTests {
     static let answer = "The weather today is mostly sunny with a light breeze from the west, and temperatures reaching "
         + "twenty degrees by the afternoon, with rain tomorrow."
 
-    /// The ERLE (dB) of each of two answers, and the echo's level (dBFS) as the microphone heard it.
+    /// The ERLE (dB) of each of two answers, the echo's level (dBFS) as the microphone heard it, and how
+    /// many times the speaker was opened to be kept open (the journal says each).
     struct Figures {
         var first = 0.0, second = 0.0, echoDBFS = 0.0
+        var speakerOpenings = 0
     }
 
     /// Two answers in `room` with `wake`; each turn asked as that mode asks one.
@@ -97,6 +99,7 @@ struct EchoModesTests {
             if turn == 0 { figures.first = erle } else { figures.second = erle }
         }
         figures.echoDBFS = echo.max() ?? -120
+        figures.speakerOpenings = daemon.stderr.components(separatedBy: "The speaker is kept open while the echo is cancelled").count - 1
         if await daemon.stop() != 0 || figures.first < 15 || figures.second < 15 { print(daemon.stderr) }
         print("ERLE, \(room.testDescription), wake \(wake): first answer \(SignalLevel.rounded(figures.first)) dB, "
               + "second \(SignalLevel.rounded(figures.second)) dB (echo at \(SignalLevel.rounded(figures.echoDBFS)) dBFS)")
@@ -116,11 +119,12 @@ struct EchoModesTests {
         return levels
     }
 
-    // The aim is 25 dB; 15 leaves room for a loaded machine, and cancelling that did nothing gives 0.
-    // Known short of it (so recorded, not failed): a later answer, since the speaker is opened afresh
-    // for each and that moves this room's path, by 75 to 140 ms, and the first half second or more of
-    // the answer runs on the last answer's delay.
-    static let known: Comment = "the speaker is opened afresh for each answer (docs/echo-cancel.md)"
+    // The first answer: the aim is 25 dB; 15 leaves room for a loaded machine, and cancelling that did
+    // nothing gives 0. A later answer: 25 dB, since the speaker is kept open and the echo's path with it.
+    // Known short of it (so recorded, not failed): a later answer in a turn that opens the microphone
+    // afresh (push, and the turn the local ear starts), since in this room that moves the microphone's
+    // path, and the first half second or more of the answer runs on the last answer's delay.
+    static let known: Comment = "the test room's microphone path moves when a turn opens it afresh (docs/echo-cancel.md)"
 
     @Test("the echo is cancelled from two seconds into the first answer and half a second into the next",
           arguments: ["push", "local", "server"])
@@ -129,7 +133,14 @@ struct EchoModesTests {
             let figures = try await Self.measure(room, wake: wake)
             #expect(figures.echoDBFS > -45, "the echo was heard: \(figures.echoDBFS) dBFS")
             #expect(figures.first >= 15, "\(room.testDescription), wake \(wake): first answer \(figures.first) dB")
-            withKnownIssue(Self.known, isIntermittent: true) { #expect(figures.second >= 15, "\(room.testDescription), wake \(wake): second answer \(figures.second) dB") }
+            // One speaker for both answers and their cues: opened once, at the start, and kept open.
+            #expect(figures.speakerOpenings == 1, "the speaker was opened to be kept \(figures.speakerOpenings) times")
+            let second = "\(room.testDescription), wake \(wake): second answer \(figures.second) dB"
+            if wake == "server" {
+                #expect(figures.second >= 25, "\(second)")
+            } else {
+                withKnownIssue(Self.known, isIntermittent: true) { #expect(figures.second >= 25, "\(second)") }
+            }
         }
     }
 
@@ -139,6 +150,6 @@ struct EchoModesTests {
         room.inverted = true
         let figures = try await Self.measure(room, wake: "push")
         #expect(figures.first >= 15, "first answer \(figures.first) dB")
-        withKnownIssue(Self.known, isIntermittent: true) { #expect(figures.second >= 15, "second answer \(figures.second) dB") }
+        withKnownIssue(Self.known, isIntermittent: true) { #expect(figures.second >= 25, "second answer \(figures.second) dB") }
     }
 }

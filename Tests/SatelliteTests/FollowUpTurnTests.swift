@@ -185,7 +185,7 @@ struct FollowUpTurnTests {
         #expect(result["response"]?["reply"] == "Which room?")
         let rest = await Self.events(watcher, until: Self.isIdle)
         #expect(!rest.contains { $0["event"] == "followUp" }, "\(rest)")
-        let played = Speech.samples(try Data(contentsOf: daemon.speakerFile))
+        let played = try daemon.playedSound()
         #expect(played.count < 2 * 16000, "the answer stopped early: \(played.count) samples played")
         #expect(await daemon.stop() == 0)
     }

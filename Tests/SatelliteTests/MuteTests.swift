@@ -117,7 +117,7 @@ struct MuteTests {
         _ = await Self.state(watcher, "speaking")
         #expect(try await daemon.ctl("mute").status == 0)
         #expect(try await listen.value["status"] == "completed")
-        let played = Speech.samples(try Data(contentsOf: daemon.speakerFile))
+        let played = try daemon.playedSound()
         #expect(played.count >= 16000 * 19 / 10, "played \(played.count) samples of 2 s")
         _ = await Self.state(watcher, "muted")
         #expect(await daemon.stop() == 0)

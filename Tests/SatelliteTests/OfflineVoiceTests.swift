@@ -37,7 +37,7 @@ struct OfflineVoiceTests {
         #expect(result["error"] == "server_unreachable")
         #expect(result["via"] == "satellite")
         #expect(result["message"]?.stringValue?.hasSuffix("The satellite said so itself.") == true)
-        expectSpeech(Speech.samples(try Data(contentsOf: daemon.speakerFile)))
+        expectSpeech(try daemon.playedSound())
         let human = try await daemon.ctl("listen")
         #expect(human.status == 1)
         #expect(human.err.contains("The satellite said so itself."))
@@ -56,7 +56,7 @@ struct OfflineVoiceTests {
         let result = try await asked.value
         #expect(result["error"] == "server_unreachable")
         #expect(result["via"] == "satellite")
-        expectSpeech(Speech.samples(try Data(contentsOf: daemon.speakerFile)))
+        expectSpeech(try daemon.playedSound())
         let finished = await watcher.next { $0["event"] == "finished" }
         #expect(finished?["result"]?["via"] == "satellite")
         #expect(await daemon.stop() == 0)
@@ -69,7 +69,7 @@ struct OfflineVoiceTests {
         let result = try await daemon.result("listen")
         #expect(result["error"] == "server_unreachable")
         #expect(result["via"] == nil)
-        #expect(((try? Data(contentsOf: daemon.speakerFile)) ?? Data()).isEmpty)
+        #expect(((try? daemon.playedSound()) ?? []).isEmpty)
         #expect(await daemon.stop() == 0)
         #expect(!daemon.stderr.contains("via="))
     }
@@ -82,7 +82,7 @@ struct OfflineVoiceTests {
         let result = try await daemon.result("ask", "hello")
         #expect(result["error"] == "token_refused")
         #expect(result["via"] == nil)
-        #expect(((try? Data(contentsOf: daemon.speakerFile)) ?? Data()).isEmpty)
+        #expect(((try? daemon.playedSound()) ?? []).isEmpty)
         #expect(await daemon.stop() == 0)
     }
 
@@ -92,7 +92,7 @@ struct OfflineVoiceTests {
                                                    token: "t0ken-unused")
         let result = try await daemon.result("ask", "hello")
         #expect(result["via"] == "satellite")
-        expectSpeech(Speech.samples(try Data(contentsOf: daemon.speakerFile)))
+        expectSpeech(try daemon.playedSound())
         #expect(await daemon.stop() == 0)
         #expect(daemon.stderr.contains("offline.voice: espeak-ng has no voice \"xx-nonexistent\""))
     }

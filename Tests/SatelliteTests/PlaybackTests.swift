@@ -197,3 +197,63 @@ struct PlaybackTests {
         #expect(try await playback.play(tone(hz: 440, rate: 16000, channels: 1, seconds: 0.1)).ending == .finished)
     }
 }
+
+@Suite("the speaker kept open while the echo is cancelled")
+struct SteadySpeakerTests {
+    private func tone(hz: Double, rate: Int, seconds: Double) -> PCMAudio {
+        PCMAudio(sampleRate: rate, channels: 1, samples: (0..<Int(Double(rate) * seconds)).map {
+            Int16(16000 * sin(2 * Double.pi * hz * Double($0) / Double(rate)))
+        })
+    }
+
+    /// The runs of sound in `samples`, each as long as it is (silence between them dropped).
+    private func sounds(_ samples: [Int16]) -> [Int] {
+        var runs: [Int] = [], current = 0, quiet = 0
+        for sample in samples {
+            if sample == 0 { quiet += 1 } else { quiet = 0 }
+            if quiet < 160 {
+                current += 1
+            } else if current > 0 {
+                if current > 159 { runs.append(current - 159) }
+                current = 0
+            }
+        }
+        if current > 0 { runs.append(current) }
+        return runs
+    }
+
+    /// A file speaker keeps only what was played since it was last opened: every answer in it, silence
+    /// between, is one opening for all. A cancel takes back what of the answer was queued.
+    @Test("one opening plays every answer, silence between, and a cancel stops one at once", .timeLimit(.minutes(1)))
+    func oneOpening() async throws {
+        let alsa = try ALSAFixture.shared()
+        let file = alsa.path("steady.raw")
+        let engine = AudioEngine()
+        engine.process(AudioProcessing(echoCancel: true, noiseSuppression: false, autoGain: false)) { _, _, _ in }
+        let bus = EventBus()
+        let playback = Playback(device: alsa.speaker(file: file), bus: bus, engine: engine, keepOpen: true)
+        async let _ = playback.run()
+        #expect(await playback.probe().ok == true)
+
+        let first = tone(hz: 440, rate: 24000, seconds: 0.5)
+        #expect(try await playback.play(first) == PlaybackOutcome(ending: .finished, framesWritten: first.frameCount))
+        var events = bus.subscribe().makeAsyncIterator()
+        let long = Task { try await playback.play(tone(hz: 300, rate: 16000, seconds: 5)) }
+        while let event = await events.next() {
+            if case .notice(_, let message, _) = event, message == "First frame handed to ALSA." { break }
+        }
+        await playback.cancel()
+        #expect(try await long.value.ending == .cancelled)
+        // The file plugin writes what is played once a buffer more has been written after it: the
+        // speaker goes on with silence, so the second answer's first frames are in the file once the
+        // next answer (a short one) has been heard.
+        _ = try await playback.play(tone(hz: 200, rate: 16000, seconds: 0.2))
+        let runs = sounds(try alsa.readRaw(file))
+        #expect(runs.count >= 2, "every answer in the one file, silence between: \(runs)")
+        #expect(abs((runs.first ?? 0) - 8000) <= 320, "the first whole, at the card's 16 kHz: \(runs)")
+        #expect(abs((runs.last ?? 0) - 3200) <= 320, "the last whole: \(runs)")
+        // Cancelled as its first frame was written: what was queued is taken back, so little or none
+        // of it is heard, far from its five seconds.
+        #expect(runs.dropFirst().dropLast().reduce(0, +) < 8000, "the cancelled one stopped at once: \(runs)")
+    }
+}

@@ -42,7 +42,7 @@ struct RoundTripTests {
         #expect(sentMs > speechMs - 100 && sentMs < speechMs + 1500, "sent \(sentMs) ms for \(speechMs) ms of speech")
 
         // The answer came out of the speaker: 1.2 s of 440 Hz, resampled to 16 kHz.
-        let played = Speech.samples(try Data(contentsOf: daemon.speakerFile))
+        let played = try daemon.playedSound()
         #expect(abs(played.count - 19200) <= 1600, "played \(played.count) samples")
         #expect(abs(Speech.crossingsPerSecond(played) - 880) < 30)
         #expect(await daemon.stop() == 0)
@@ -55,7 +55,7 @@ struct RoundTripTests {
         let daemon = try await DaemonHarness.start(config: config(server), token: server.token, mic: try await Speech.raw(Self.question))
         let result = try await daemon.result("listen")
         #expect(result["status"] == "completed")
-        let played = Speech.samples(try Data(contentsOf: daemon.speakerFile))
+        let played = try daemon.playedSound()
         #expect(abs(played.count - 12800) <= 1600, "played \(played.count) samples")
         #expect(abs(Speech.crossingsPerSecond(played) - 880) < 30)
         await daemon.stop()

@@ -57,8 +57,7 @@ struct ServerFaultTests {
         let result = try await daemon.result("listen")
         #expect(result["error"] == "bad_answer")
         #expect(result["message"]?.stringValue?.contains("WAV") == true)
-        let played = (try? Data(contentsOf: daemon.speakerFile)) ?? Data()
-        #expect(played.isEmpty)
+        #expect(((try? daemon.playedSound()) ?? []).isEmpty)
         #expect(await daemon.stop() == 0)
     }
 

@@ -106,7 +106,7 @@ struct WakeWordTests {
             #expect(sentMs > questionMs, "sent \(sentMs) ms of audio for \(questionMs) ms of question")
             #expect(socket.isEmpty)
         }
-        let played = Speech.samples(try Data(contentsOf: daemon.speakerFile))
+        let played = try daemon.playedSound()
         #expect(abs(played.count - 19200) <= 1600, "played \(played.count) samples")
         #expect(abs(Speech.crossingsPerSecond(played) - 880) < 30)
 

@@ -32,7 +32,7 @@ public struct PlaybackOutcome: Sendable, Equatable {
 ///
 /// Threads: `open` runs on the caller's thread (Playback calls it on the audio thread). After
 /// `start` only the audio thread touches the handle, and closes it when the audio has ended.
-public final class ALSAPlaybackDevice: AudioEngineSide, @unchecked Sendable {
+public final class ALSAPlaybackDevice: AudioEngineSide, SpeakerOutput, @unchecked Sendable {
     public let device: String
     public let rate: Int
     public let channels: Int
@@ -190,22 +190,14 @@ public final class ALSAPlaybackDevice: AudioEngineSide, @unchecked Sendable {
                 if result > 0 { engine.speakerWrote(UnsafeBufferPointer(start: from, count: result * channels), frames: result, by: self, pcm: pcm) }
                 return result
             }
-            if result > 0 {
+            switch try ALSAPCM.written(result, pcm: pcm, device: device) {
+            case .frames(let count):
                 if firstFrameMonotonicNs == nil { firstFrameMonotonicNs = MonotonicClock.nanoseconds() }
-                written += result
-                continue
-            }
-            let code = Int32(truncatingIfNeeded: result)
-            switch -code {
-            case 0, EAGAIN:
+                written += count
+            case .full:
                 return
-            case EINTR:
-                continue
-            case EPIPE, ESTRPIPE:
-                underrunCount.add(1, ordering: .relaxed)
-                try ALSAError.check(snd_pcm_recover(pcm, code, 1), "snd_pcm_recover", device)
-            default:
-                throw ALSAError(function: "snd_pcm_writei", code: code, device: device)
+            case .again(let underran):
+                if underran { underrunCount.add(1, ordering: .relaxed) }
             }
         }
     }

@@ -31,6 +31,13 @@ protocol AudioEngineSide: AnyObject {
     func service(revents: UInt16, now: UInt64) -> Bool
 }
 
+/// A speaker as the echo canceller knows it: what it writes is the echo's reference.
+protocol SpeakerOutput: AnyObject {
+    var device: String { get }
+    var rate: Int { get }
+    var channels: Int { get }
+}
+
 /// A socket the engine polls beside the PCMs: the /listen connection (WebSocketClient), so a
 /// period the microphone gave is written into it in the same wake-up. Called on the audio thread only.
 /// `periodic`, in each call: a PCM is polled, so the thread wakes every period anyway, and what can
@@ -63,6 +70,8 @@ public final class AudioEngine: @unchecked Sendable {
     let owner = OwnerThread("audio")
     /// The microphone's processing, nil when it is all off. The audio thread's alone.
     private var processor: EchoCanceller?
+    /// Whether the processor cancels the echo now (not off, not switched off for two cards).
+    private let cancelling = Atomic<Bool>(false)
 
     public init() {
         guard let pipe = WakePipe() else { preconditionFailure("pipe failed: \(errno)") }
@@ -111,16 +120,27 @@ public final class AudioEngine: @unchecked Sendable {
     /// `notice` is told on the audio thread of a delay measured or the canceller switched off (and, at
     /// debug, of every estimate and every side placed afresh on the echo's timeline).
     public func process(_ processing: AudioProcessing, notice: @escaping @Sendable (Priority, String, [String: String]) -> Void) {
-        perform { [self] in processor = EchoCanceller(processing, notice: notice) }
+        perform { [self] in
+            processor = EchoCanceller(processing, notice: notice)
+            updateCancelling()
+        }
+    }
+
+    /// Whether the echo is cancelled now: what Playback asks before it chooses a speaker.
+    public var cancelsEcho: Bool { cancelling.load(ordering: .acquiring) }
+
+    private func updateCancelling() {
+        cancelling.store(processor?.wantsReference ?? false, ordering: .releasing)
     }
 
     // The sides tell the processor what they do; on the audio thread.
-    func speakerOpened(_ speaker: ALSAPlaybackDevice, pcm: OpaquePointer) {
+    func speakerOpened(_ speaker: any SpeakerOutput, pcm: OpaquePointer) {
         owner.assertCurrent()
         processor?.speakerOpened(speaker, pcm: pcm)
+        updateCancelling()
     }
 
-    func speakerWrote(_ samples: UnsafeBufferPointer<Int16>, frames: Int, by speaker: ALSAPlaybackDevice, pcm: OpaquePointer) {
+    func speakerWrote(_ samples: UnsafeBufferPointer<Int16>, frames: Int, by speaker: any SpeakerOutput, pcm: OpaquePointer) {
         owner.assertCurrent()
         guard let processor, processor.wantsPlayed else { return }
         processor.played(samples, frames: frames, by: speaker, pcm: pcm, now: MonotonicClock.nanoseconds())
@@ -129,6 +149,7 @@ public final class AudioEngine: @unchecked Sendable {
     func microphoneOpened(_ device: String, pcm: OpaquePointer) {
         owner.assertCurrent()
         processor?.microphoneOpened(device, pcm: pcm)
+        updateCancelling()
     }
 
     func microphoneRead(_ chunk: inout [Int16], pcm: OpaquePointer) {

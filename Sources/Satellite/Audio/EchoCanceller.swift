@@ -87,7 +87,7 @@ public final class EchoCanceller {
     /// The speaker's audio at 16 kHz mono, for the playback device `speaker` of rate `resampledRate`.
     private var resampler: OpaquePointer?
     private var resampledRate = 0
-    private weak var speaker: ALSAPlaybackDevice?
+    private weak var speaker: (any SpeakerOutput)?
     /// The devices the delay was measured for; another one measures it again.
     private var speakerName: String?
     private var microphoneName: String?
@@ -156,7 +156,7 @@ public final class EchoCanceller {
     var wantsReference: Bool { settings.echoCancel && offBecause == nil }
 
     /// The speaker `device` opened on `pcm` (its card is compared with the microphone's).
-    func speakerOpened(_ device: ALSAPlaybackDevice, pcm: OpaquePointer) {
+    func speakerOpened(_ device: any SpeakerOutput, pcm: OpaquePointer) {
         if speakerName != device.device { alignment.reset() }
         speakerName = device.device
         speakerCard = Self.card(of: pcm)
@@ -208,7 +208,7 @@ public final class EchoCanceller {
     var wantsPlayed: Bool { settings.echoCancel }
 
     /// `device` (opened on `pcm`) accepted `frames` frames of `samples` (interleaved) at `now`.
-    func played(_ samples: UnsafeBufferPointer<Int16>, frames: Int, by device: ALSAPlaybackDevice, pcm: OpaquePointer, now: UInt64) {
+    func played(_ samples: UnsafeBufferPointer<Int16>, frames: Int, by device: any SpeakerOutput, pcm: OpaquePointer, now: UInt64) {
         guard settings.echoCancel, frames > 0 else { return }
         var delay: snd_pcm_sframes_t = 0
         if snd_pcm_delay(pcm, &delay) < 0 { delay = snd_pcm_sframes_t(frames) }
@@ -346,7 +346,7 @@ public final class EchoCanceller {
         offBecause = why
     }
 
-    private func resample(_ mono: [Int16], from device: ALSAPlaybackDevice) -> [Int16] {
+    private func resample(_ mono: [Int16], from device: any SpeakerOutput) -> [Int16] {
         if resampler == nil || speaker !== device || resampledRate != device.rate {
             if let resampler { speex_resampler_destroy(resampler) }
             var error: Int32 = 0

@@ -1,7 +1,12 @@
-// The one owner of the speaker. Each reply opens the device at the reply's own
-// rate and channels (plug converts), plays it on the audio thread (AudioEngine,
-// which opens and closes it too) and closes it, so nothing blocks the actor. A new reply or `cancel()` stops the one
-// playing within one ALSA period; the old device is closed before a new opens.
+// The one owner of the speaker. While the echo is cancelled (and the microphone
+// is not muted), one device is kept open, writing silence between sounds, and
+// every reply and cue is played into it (SteadySpeaker), so the echo's path does
+// not move from one answer to the next; it is opened at the start and closed once
+// cancelling stops. Otherwise each reply opens the device at the reply's own
+// rate and channels (plug converts), plays it and closes it, so an idle speaker
+// costs nothing. Both are driven on the audio thread (AudioEngine, which opens
+// and closes them too), so nothing blocks the actor. A new reply or `cancel()`
+// stops the one playing within one ALSA period; the old device is closed before a new opens.
 // Cues (the awake, done and error sounds) go through here too, so they never
 // play over an answer: a cue stops an earlier cue, an answer stops a cue, and
 // a cue that comes while an answer plays is skipped (it would be late anyway).
@@ -18,6 +23,11 @@ public actor Playback {
     private var watch: DeviceWatch
     private var current: Job?
     private let work = WorkGroup()
+    /// Whether the speaker is kept open while the echo is cancelled (`audio.echoCancel`), whether
+    /// the microphone is muted (nothing is cancelled then), and the device kept open.
+    private let keepsOpen: Bool
+    private var muted: Bool
+    private var steady: SteadySpeaker?
 
     /// One reply or cue being played: its cancel flag, and a way to await its end.
     private final class Job: Sendable {
@@ -51,12 +61,15 @@ public actor Playback {
         }
     }
 
-    /// `retry` is the back-off between probes of a broken speaker.
+    /// `retry` is the back-off between probes of a broken speaker; `keepOpen`, whether the speaker is
+    /// kept open while the echo is cancelled (`audio.echoCancel`).
     public init(device: String, bus: EventBus, retry: Backoff = Backoff(first: .seconds(1), cap: .seconds(30)),
-                engine: AudioEngine = .shared) {
+                engine: AudioEngine = .shared, keepOpen: Bool = false, muted: Bool = false) {
         self.device = device
         self.engine = engine
         self.bus = bus
+        self.keepsOpen = keepOpen
+        self.muted = muted
         self.watch = DeviceWatch(device: device, bus: bus, backoff: retry, work: work, event: SatelliteEvent.speaker)
     }
 
@@ -66,6 +79,23 @@ public actor Playback {
         await work.run {
             watch.stop()
             await stopCurrent()
+            steady?.close()
+            steady = nil
+        }
+    }
+
+    /// Whether a sound goes to the steady speaker now.
+    private var wantsSteady: Bool { keepsOpen && !muted && engine.cancelsEcho }
+
+    /// Muted, nothing is cancelled: the speaker is closed once idle and opened for each sound, as
+    /// with echo cancelling off; unmuted, it is kept open again.
+    public func setMuted(_ muted: Bool) async {
+        self.muted = muted
+        if muted {
+            steady?.close()
+            steady = nil
+        } else {
+            _ = await probe()
         }
     }
 
@@ -116,14 +146,19 @@ public actor Playback {
         }
     }
 
-    /// Makes `job` the one playing and opens the speaker for `audio` on the audio thread. A newer
-    /// play while it opens finds `job` current and cancels it; a failed open ends `job`.
-    private func open(for audio: PCMAudio, _ job: Job) async throws(ALSAError) -> ALSAPlaybackDevice {
+    /// Makes `job` the one playing and opens the speaker for `audio` on the audio thread (or takes the
+    /// steady one). A newer play while it opens finds `job` current and cancels it; a failed open ends `job`.
+    private func open(for audio: PCMAudio, _ job: Job) async throws(ALSAError) -> Speaker {
         current = job
         let (device, engine) = (self.device, self.engine)
         do {
-            let speaker = try await engine.run { () throws(ALSAError) in
-                try ALSAPlaybackDevice.open(device: device, rate: audio.sampleRate, channels: audio.channels, engine: engine)
+            let speaker: Speaker
+            if let steady = try await openSteady() {
+                speaker = .steady(steady)
+            } else {
+                speaker = .once(try await engine.run { () throws(ALSAError) in
+                    try ALSAPlaybackDevice.open(device: device, rate: audio.sampleRate, channels: audio.channels, engine: engine)
+                })
             }
             watch.works()
             return speaker
@@ -135,21 +170,68 @@ public actor Playback {
         }
     }
 
-    /// Plays on the audio thread; `finished` is called there once the device is closed.
-    private nonisolated func start(_ audio: PCMAudio, on speaker: ALSAPlaybackDevice, _ job: Job,
+    /// The steady speaker when it is wanted, opened if it is not open (nil: it is not wanted); the
+    /// one kept open is closed once it is not.
+    private func openSteady() async throws(ALSAError) -> SteadySpeaker? {
+        guard wantsSteady else {
+            steady?.close()
+            steady = nil
+            return nil
+        }
+        if let steady, steady.isOpen { return steady }
+        let (device, engine) = (self.device, self.engine)
+        // Asked again on the audio thread, after the processing was set up there.
+        let opened = try await engine.run { () throws(ALSAError) -> SteadySpeaker? in
+            engine.cancelsEcho ? try SteadySpeaker.open(device: device, engine: engine) : nil
+        }
+        guard let opened else { return nil }
+        bus.notice(.info, "The speaker is kept open while the echo is cancelled, playing silence between sounds.",
+                   ["device": device, "rate": String(opened.rate)])
+        opened.start { [weak self, work] error in
+            work.start { [weak self] in await self?.lost(error, opened) }
+        }
+        steady = opened
+        return opened
+    }
+
+    /// The steady speaker failed while nothing played: reported, and retried, as any failure.
+    private func lost(_ error: ALSAError, _ speaker: SteadySpeaker) {
+        if steady === speaker { steady = nil }
+        failed(error)
+    }
+
+    /// A speaker opened for one sound, or the one kept open.
+    private enum Speaker {
+        case once(ALSAPlaybackDevice)
+        case steady(SteadySpeaker)
+    }
+
+    /// Plays on the audio thread; `finished` is called there once the sound has ended.
+    private nonisolated func start(_ audio: PCMAudio, on speaker: Speaker, _ job: Job,
                                    finished: @escaping @Sendable (Result<PlaybackOutcome, ALSAError>) -> Void) {
         let bus = self.bus
-        speaker.start(audio, isCancelled: { job.isCancelled }) { result in
-            // For scripts/bench: the end of "answer to first frame played" (see HTTPClient). Not for cues.
-            if !job.isCue, let stamp = speaker.firstFrameMonotonicNs {
-                bus.notice(.debug, "First frame handed to ALSA.", ["monotonic_ns": String(stamp)])
-            }
+        // For scripts/bench: the end of "answer to first frame played" (see HTTPClient), and when it is heard. Not for cues.
+        let firstFrame: @Sendable (UInt64, UInt64) -> Void = { written, heard in
+            guard !job.isCue else { return }
+            bus.notice(.debug, "First frame handed to ALSA.", ["monotonic_ns": String(written), "heard_monotonic_ns": String(heard)])
+        }
+        let ended: @Sendable (Result<PlaybackOutcome, ALSAError>) -> Void = { result in
             // For scripts/bench: the end of "wake word over an answer to playback stopped".
             if !job.isCue, case .success(let outcome) = result, outcome.ending == .cancelled {
                 bus.notice(.debug, "Playback stopped.", ["monotonic_ns": String(MonotonicClock.nanoseconds())])
             }
             job.end()
             finished(result)
+        }
+        switch speaker {
+        case .steady(let steady):
+            steady.start(audio, isCancelled: { job.isCancelled }, firstFrame: firstFrame, finished: ended)
+        case .once(let device):
+            device.start(audio, isCancelled: { job.isCancelled }) { result in
+                // Opened empty, the device starts with its first frame once the buffer is full, in the same wake-up.
+                if let written = device.firstFrameMonotonicNs { firstFrame(written, written) }
+                ended(result)
+            }
         }
     }
 
@@ -159,18 +241,24 @@ public actor Playback {
         engine.wakeUp()
     }
 
-    /// Opens and closes the speaker once, to learn whether it works (at start, for status).
+    /// Opens and closes the speaker once, to learn whether it works (at start, for status); or, while
+    /// the echo is cancelled, opens the one kept open.
     @discardableResult
     public func probe() async -> DeviceHealth {
         try? await tryOpen()
         return watch.health
     }
 
-    /// `probe`, saying why the speaker cannot be opened (for doctor). While it plays it is known to work.
+    /// `probe`, saying why the speaker cannot be opened (for doctor). While it plays, or is kept
+    /// open, it is known to work.
     public func tryOpen() async throws(ALSAError) {
         guard current?.isDone ?? true else { return }
         let device = self.device
         do {
+            if try await openSteady() != nil {
+                watch.works()
+                return
+            }
             try await engine.run { () throws(ALSAError) in try ALSAPlaybackDevice.open(device: device, rate: 16000, channels: 1).close() }
             watch.works()
         } catch {

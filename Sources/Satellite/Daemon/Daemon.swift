@@ -58,7 +58,7 @@ public final class Daemon: Sendable {
             bus.notice(priority, message, fields)
         }
         let capture = AudioCapture(device: config.audio.input, bus: bus, muted: local.muted)
-        let playback = Playback(device: config.audio.output, bus: bus)
+        let playback = Playback(device: config.audio.output, bus: bus, keepOpen: config.audio.echoCancel, muted: local.muted)
         let cuePlayer = CuePlayer(playback: playback, sounds: cues)
         // The awake sound reaches a real microphone too (and the speaker's buffer delays it): it is recorded, but not taken for speech.
         let ignoreOnsetMs = cues[.awake].map { $0.frameCount * 1000 / max($0.sampleRate, 1) + 250 } ?? 0
@@ -112,8 +112,8 @@ public final class Daemon: Sendable {
             capture: capture, playback: playback, link: link, bus: bus, keeper: keeper, stream: stream,
             cues: cuePlayer, offline: offline, muted: local.muted)
         let settings = SettingsKeeper(initial: local, stateDirectory: paths.stateDirectory, configRoom: config.room,
-                                      conversation: conversation, stream: stream, capture: capture, keeper: keeper, bus: bus,
-                                      siblings: siblings)
+                                      conversation: conversation, stream: stream, capture: capture, playback: playback,
+                                      keeper: keeper, bus: bus, siblings: siblings)
         let volume = SpeakerVolume(output: config.audio.output, mixer: config.audio.mixer, mixerCard: config.audio.mixerCard)
         let callbacks = CallbackSender(bus: bus)
         let doctor = Doctor(parts: .init(capture: capture, playback: playback, discovery: discovery, pin: pin, link: link,

@@ -1,6 +1,6 @@
 // Owns <state>/settings.json (the room set with `parlourctl room`, and whether
 // the microphone is muted) and puts each change into effect: the conversation,
-// the stream, the siblings, the microphone, the state and the bus. Easy to get wrong: the file
+// the stream, the siblings, the microphone, the speaker (kept open only while unmuted), the state and the bus. Easy to get wrong: the file
 // is written first, so a change that cannot be kept is not made at all; changes
 // run one at a time, so a quick mute and unmute cannot cross; and a broken file
 // reads as muted, never as a microphone left open.
@@ -17,6 +17,7 @@ public actor SettingsKeeper {
     private let stream: ListenStream?
     private let siblings: SiblingDirectory?
     private let capture: AudioCapture
+    private let playback: Playback?
     private let keeper: StateKeeper
     private let bus: EventBus
     /// A change is under way; the next ones wait in line for it.
@@ -56,7 +57,8 @@ public actor SettingsKeeper {
     }
 
     public init(initial: LocalSettings, stateDirectory: String, configRoom: String, conversation: Conversation,
-                stream: ListenStream?, capture: AudioCapture, keeper: StateKeeper, bus: EventBus, siblings: SiblingDirectory? = nil) {
+                stream: ListenStream?, capture: AudioCapture, playback: Playback? = nil, keeper: StateKeeper, bus: EventBus,
+                siblings: SiblingDirectory? = nil) {
         self.file = SettingsKeeper.path(stateDirectory: stateDirectory)
         self.stateDirectory = stateDirectory
         self.configRoom = configRoom
@@ -65,6 +67,7 @@ public actor SettingsKeeper {
         self.stream = stream
         self.siblings = siblings
         self.capture = capture
+        self.playback = playback
         self.keeper = keeper
         self.bus = bus
     }
@@ -159,7 +162,9 @@ public actor SettingsKeeper {
             await conversation.setMuted(true)
             await stream?.setMuted(true)
             await capture.setMuted(true)
+            await playback?.setMuted(true)
         } else {
+            await playback?.setMuted(false)
             await capture.setMuted(false)
             await conversation.setMuted(false)
             await stream?.setMuted(false)

@@ -172,10 +172,19 @@ public struct EchoAlignment: Sendable {
             candidate = nil
             return
         }
-        // A strong peak is the echo; a weak one alone may be a sidelobe of the little echo heard so
-        // far (the first words), and is taken once the next measurement finds it too (within 5 ms).
+        // A lag within a millisecond of the last is the same delay: the canceller is not disturbed.
+        if let delay, abs(delay - estimate.lag) <= 16 {
+            candidate = nil
+            misses = 0
+            measurements += 1
+            return
+        }
+        // With no delay known, a strong peak is the echo; a weak one alone may be a sidelobe of the
+        // little echo heard so far (the first words), and is taken once the next measurement finds it
+        // too (within 5 ms). A delay known is moved only so, however strong the peak: one measured
+        // over a short sound (the awake cue, a tone) may find a lag a period of its tone away.
         let agreed = candidate.map { abs($0 - estimate.lag) <= 80 } ?? false
-        guard abs(estimate.correlation) >= Self.strongCorrelation || agreed else {
+        guard abs(estimate.correlation) >= Self.strongCorrelation && delay == nil || agreed else {
             candidate = estimate.lag
             soon = true
             return
@@ -183,8 +192,6 @@ public struct EchoAlignment: Sendable {
         candidate = nil
         misses = 0
         measurements += 1
-        // A lag within a millisecond of the last is the same delay: the canceller is not disturbed.
-        if let delay, abs(delay - estimate.lag) <= 16 { return }
         delay = estimate.lag
     }
 

@@ -37,6 +37,33 @@ final class DaemonHarness: Sendable {
     /// With "testspeakerlog": everything played, in order.
     func playedInOrder() throws -> [Int16] { try ALSAFixture.shared().playedInOrder(speakerFile.path) }
 
+    /// What the "testspeaker" played from its first sound to its last: a speaker kept open while the
+    /// echo is cancelled plays silence before and after.
+    func playedSound() throws -> [Int16] {
+        let played = Speech.samples(try Data(contentsOf: speakerFile))
+        guard let first = played.firstIndex(where: { $0 != 0 }), let last = played.lastIndex(where: { $0 != 0 }) else { return [] }
+        return Array(played[first...last])
+    }
+
+    /// `playedSound()` cut where the speaker was silent for `gapMs` or more: each answer or cue alone,
+    /// when a speaker kept open played them all into one file.
+    func playedSounds(gapMs: Int = 200) throws -> [[Int16]] {
+        let gap = gapMs * 16
+        var sounds: [[Int16]] = [], current: [Int16] = [], zeros = 0
+        for sample in try playedSound() {
+            zeros = sample == 0 ? zeros + 1 : 0
+            current.append(sample)
+            if zeros == gap {
+                sounds.append(Array(current.dropLast(gap)))
+                current = []
+            } else if zeros > gap {
+                current.removeLast()
+            }
+        }
+        if !current.isEmpty { sounds.append(current) }
+        return sounds.filter { !$0.isEmpty }
+    }
+
     /// Starts the daemon with `config` (written to satellite.json) and waits for READY=1.
     /// With `journal`, stderr counts as the journal (JOURNAL_STREAM names it), so records go to journald's socket.
     /// With `fifoMic`, "testmic" reads a FIFO kept full of silence at real time, and `room.say` speaks into it;

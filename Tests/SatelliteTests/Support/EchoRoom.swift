@@ -40,7 +40,7 @@ final class EchoRoom: Sendable {
         var talker: [Int16] = []
         var echo: [Int16] = []
         var stopped = false
-        /// Echo samples added to the room so far (for the test to know the speaker was heard).
+        /// Echo samples added to the room so far, in periods with sound (for the test to know the speaker was heard).
         var echoed = 0
         var echoing = false
         /// When sox last gave echo back.
@@ -94,7 +94,7 @@ final class EchoRoom: Sendable {
         state.withLock { $0.talker.append(contentsOf: samples) }
     }
 
-    /// How many samples of echo have come back into the room so far.
+    /// How many samples of echo have come back into the room so far, counting periods with sound only.
     var echoed: Int { state.withLock { $0.echoed } }
 
     /// The mean power (dBFS) of what went into the microphone between `from` and `to` (by when it was
@@ -158,9 +158,11 @@ final class EchoRoom: Sendable {
                 let talker = min(320, s.talker.count), echo = min(320, s.echo.count)
                 for i in 0..<talker { out[i] = s.talker[i] }
                 for i in 0..<echo { out[i] = Int16(clamping: Int(out[i]) + Int(s.echo[i])) }
+                // Only what sounds counts: a speaker kept open plays silence between answers, which comes
+                // back from sox as its dither (a least significant bit or two).
+                if s.echo[0..<echo].contains(where: { abs(Int($0)) > 8 }) { s.echoed += echo }
                 s.talker.removeFirst(talker)
                 s.echo.removeFirst(echo)
-                s.echoed += echo
                 let echoed = s.echoed
                 let reached = s.waiting.filter { $0.count <= echoed }.map(\.resume)
                 s.waiting.removeAll { $0.count <= echoed }
