@@ -147,6 +147,23 @@ import Testing
         #expect(alignment.takePlacements().isEmpty)
     }
 
+    @Test func whatTheSpeakerTookBackIsWrittenOverWithNoJump() {
+        var alignment = EchoAlignment()
+        alignment.played([Int16](repeating: 0, count: 3200), at: 0)
+        _ = alignment.takePlacements()
+        // 2400 samples of queued silence taken back: the sound goes where they were, which is no jump.
+        alignment.rewound(2400)
+        alignment.played([Int16](repeating: 5, count: 320), at: 800)
+        #expect(alignment.takePlacements().isEmpty)
+        #expect(alignment.reference(count: 2, at: 799) == [0, 5])
+        // Not told, the same write is a side placed afresh, 2400 back.
+        var untold = EchoAlignment()
+        untold.played([Int16](repeating: 0, count: 3200), at: 0)
+        _ = untold.takePlacements()
+        untold.played([Int16](repeating: 5, count: 320), at: 800)
+        #expect(untold.takePlacements() == [.init(speaker: true, by: -2400)])
+    }
+
     @Test func silenceFromTheSpeakerMeasuresNothing() {
         var alignment = EchoAlignment()
         for p in 0..<200 {

@@ -140,6 +140,11 @@ public final class AudioEngine: @unchecked Sendable {
         updateCancelling()
     }
 
+    func speakerRewound(_ frames: Int, by speaker: any SpeakerOutput) {
+        owner.assertCurrent()
+        processor?.rewound(frames, rate: speaker.rate)
+    }
+
     func speakerWrote(_ samples: UnsafeBufferPointer<Int16>, frames: Int, by speaker: any SpeakerOutput, pcm: OpaquePointer) {
         owner.assertCurrent()
         guard let processor, processor.wantsPlayed else { return }

@@ -226,6 +226,12 @@ public final class EchoCanceller {
         tellPlacements()
     }
 
+    /// The speaker took back its last `frames` frames (at `rate`) unplayed.
+    func rewound(_ frames: Int, rate: Int) {
+        guard wantsReference, rate > 0 else { return }
+        alignment.rewound(frames * EchoAlignment.rate / rate)
+    }
+
     /// Processes one chunk the microphone (opened on `pcm`, 16 kHz mono) read at `now`, in place.
     func heard(_ chunk: inout [Int16], pcm: OpaquePointer, now: UInt64) {
         let count = chunk.count

@@ -27,6 +27,7 @@ final class SteadySpeaker: AudioEngineSide, SpeakerOutput, @unchecked Sendable {
     let rate: Int
     let channels = 1
     let periodFrames: Int
+    let bufferFrames: Int
 
     private let pcm: OpaquePointer
     private let engine: AudioEngine
@@ -40,12 +41,15 @@ final class SteadySpeaker: AudioEngineSide, SpeakerOutput, @unchecked Sendable {
     private var pendingIsSound = false
     private var written: Int64 = 0
     private var closing = false
+    /// While only silence plays: when to top it up (CLOCK_MONOTONIC ns).
+    private var topUp: UInt64 = 0
     private var lost: @Sendable (ALSAError) -> Void = { _ in }
 
     private init(device: String, pcm: ALSAPCM, engine: AudioEngine) {
         self.device = device
         self.rate = pcm.rate
         self.periodFrames = pcm.periodFrames
+        self.bufferFrames = pcm.bufferFrames
         self.pcm = pcm.handle
         self.engine = engine
     }
@@ -87,16 +91,20 @@ final class SteadySpeaker: AudioEngineSide, SpeakerOutput, @unchecked Sendable {
             }
             precondition(sound == nil, "the steady speaker plays one sound at a time")
             sound = Sound(audio, rate: rate, isCancelled: isCancelled, firstFrame: firstFrame, finished: finished)
-            // Silence converted but not written yet gives way at once.
+            // Silence converted but not written yet gives way at once, and what is queued is taken back
+            // but a period, so the sound starts now, not after the silence.
             if !pendingIsSound { pending = [] }
+            takeBack(keeping: Int64(periodFrames))
         }
     }
 
     // MARK: On the audio thread
 
     var handle: OpaquePointer { pcm }
-    var polls: Bool { true }
-    var deadline: UInt64? { nil }
+    // While only silence plays it is topped up on a timer, half a buffer at a time, rather than each
+    // period the card asks for one: a quarter of the wake-ups while idle.
+    var polls: Bool { sound != nil }
+    var deadline: UInt64? { sound == nil ? topUp : nil }
 
     func begin() -> Bool {
         engine.owner.assertCurrent()
@@ -119,6 +127,7 @@ final class SteadySpeaker: AudioEngineSide, SpeakerOutput, @unchecked Sendable {
         } catch {
             return end(error)
         }
+        if sound == nil { topUp = now + UInt64(bufferFrames / 2) * 1_000_000_000 / UInt64(rate) }
         if let sound, let end = sound.endsAt, played >= end {
             self.sound = nil
             sound.finish(.success(PlaybackOutcome(ending: .finished, framesWritten: sound.frameCount)))
@@ -187,18 +196,27 @@ final class SteadySpeaker: AudioEngineSide, SpeakerOutput, @unchecked Sendable {
     private func stopSound() {
         guard let sound else { return }
         self.sound = nil
-        if sound.started, played < sound.endsAt ?? .max {
-            let queued = written - played
-            let back = snd_pcm_rewind(pcm, snd_pcm_uframes_t(max(0, snd_pcm_rewindable(pcm))))
-            if back > 0 { written -= Int64(back) }
-            if back < 0 || Int64(back) < queued - Int64(periodFrames) {
-                snd_pcm_drop(pcm)
-                snd_pcm_prepare(pcm)
-                written = played
-            }
+        if sound.started, played < sound.endsAt ?? .max, !takeBack(keeping: 0) {
+            snd_pcm_drop(pcm)
+            snd_pcm_prepare(pcm)
+            written = played
         }
         if pendingIsSound { pending = [] }
         sound.finish(.success(PlaybackOutcome(ending: .cancelled, framesWritten: sound.framesTaken)))
+    }
+
+    /// Takes back what is queued but `keeping` frames, and tells the echo's timeline; false when the
+    /// device took back less than all but a period of what was asked.
+    @discardableResult
+    private func takeBack(keeping: Int64) -> Bool {
+        let wanted = written - played - keeping
+        guard wanted > 0 else { return true }
+        let back = snd_pcm_rewind(pcm, snd_pcm_uframes_t(min(wanted, Int64(max(0, snd_pcm_rewindable(pcm))))))
+        if back > 0 {
+            written -= Int64(back)
+            engine.speakerRewound(Int(back), by: self)
+        }
+        return back >= 0 && Int64(back) >= wanted - Int64(periodFrames)
     }
 
     /// Closes the device (`error`: it failed); false, for the engine to let go.

@@ -103,6 +103,13 @@ public struct EchoAlignment: Sendable {
         }
     }
 
+    /// The speaker took back the last `count` samples it was given, unplayed (a steady speaker's
+    /// queued silence, when a sound starts): what it plays next goes where they were, no jump.
+    public mutating func rewound(_ count: Int) {
+        guard count > 0, let next = speakerNext else { return }
+        speakerNext = next - Int64(count)
+    }
+
     /// The microphone heard `samples` (16 kHz mono), the first at timeline sample `start` by the
     /// clock; returns what the speaker played that is in them, aligned by the measured delay, as
     /// many samples (silence where it played nothing). A measurement falls due when a second has
