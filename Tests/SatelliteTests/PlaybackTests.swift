@@ -256,4 +256,33 @@ struct SteadySpeakerTests {
         // of it is heard, far from its five seconds.
         #expect(runs.dropFirst().dropLast().reduce(0, +) < 8000, "the cancelled one stopped at once: \(runs)")
     }
+
+    /// Kept full, the speaker has a buffer of silence queued (eight 20 ms periods); a sound takes all
+    /// but one back, so it is heard a period after it was written, not a buffer after.
+    @Test("an answer starts a period after it is written, not behind the silence queued", .timeLimit(.minutes(1)))
+    func startsAtOnce() async throws {
+        let alsa = try ALSAFixture.shared()
+        let engine = AudioEngine()
+        engine.process(AudioProcessing(echoCancel: true, noiseSuppression: false, autoGain: false)) { _, _, _ in }
+        let bus = EventBus()
+        let playback = Playback(device: alsa.speaker(file: alsa.path("steady-start.raw")), bus: bus, engine: engine, keepOpen: true)
+        async let _ = playback.run()
+        #expect(await playback.probe().ok == true)
+        var events = bus.subscribe().makeAsyncIterator()
+        for _ in 0..<3 {
+            let answer = Task { try await playback.play(tone(hz: 440, rate: 16000, seconds: 0.3)) }
+            var queuedMs: UInt64?
+            while let event = await events.next() {
+                if case .notice(_, "First frame handed to ALSA.", let fields) = event,
+                   let written = fields["monotonic_ns"].flatMap(UInt64.init), let heard = fields["heard_monotonic_ns"].flatMap(UInt64.init) {
+                    queuedMs = (heard - min(heard, written)) / 1_000_000
+                    break
+                }
+            }
+            _ = try await answer.value
+            print("FIGURE steady-speaker queued_before_first_frame_ms=\(queuedMs ?? 0)")
+            // What was queued before it, by the card's own count (snd_pcm_delay), not a clock's wait.
+            #expect((queuedMs ?? .max) <= 40, "queued ahead of the answer: \(queuedMs.map(String.init) ?? "nothing told") ms")
+        }
+    }
 }
