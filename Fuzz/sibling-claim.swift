@@ -4,7 +4,7 @@
 // well-formed claims get past the tag and on to the replay tracker and the
 // decision; even, as it is. A datagram is read or refused with a reason; one
 // read decodes to a claim that encodes to the same bytes, is at most 512 bytes,
-// and is refused as a replay the second time.
+// and the second time is a duplicate (uncounted) at once, a replay a second on.
 @testable import SatelliteCore
 
 let keys = HouseKeys(token: "fuzz-token")
@@ -26,7 +26,12 @@ public func fuzzOne(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     case .success(let heard):
         guard datagram.count <= SiblingClaim.maxBytes else { fatalError("read a datagram over 512 bytes") }
         guard heard.claim.encoded(key: keys.claimKey) == datagram else { fatalError("the claim does not encode back") }
-        guard claims.receive(datagram, arrivedMs: arrival) == .failure(.replayed) else { fatalError("took a claim twice") }
+        guard claims.receive(datagram, arrivedMs: arrival) == .failure(.duplicate), claims.refused.isEmpty else {
+            fatalError("took a claim twice, or counted its copy")
+        }
+        guard claims.receive(datagram, arrivedMs: arrival + SiblingClaims.duplicateMs + 1) == .failure(.replayed) else {
+            fatalError("took a claim twice")
+        }
         let own = HeardClaim(claim: SiblingClaim(house: keys.house, session: 0, sequence: 1, levelDb: -30, probability: 0.9,
                                                  ageMs: 0, name: "own", room: ""), wakeMs: heard.wakeMs)
         if heard.claim == own.claim { return 0 }
