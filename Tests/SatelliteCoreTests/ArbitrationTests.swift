@@ -132,6 +132,17 @@ struct ArbitrationTests {
         #expect(window.decision == decision)
     }
 
+    @Test("a claim may come up to the detectors' lag after the window: it is waited for, and counts by its wake")
+    func lag() {
+        var window = ArbitrationWindow(own: Self.own, siblings: ["kitchen", "den"], windowMs: 200, lagMs: 150)
+        #expect(window.state == .collecting(deadlineMs: 1350))
+        #expect(window.tick(nowMs: 1300) == nil)
+        // Woke 190 ms after this one, claimed as its period was read, 140 ms later.
+        #expect(window.heard(Self.heard("kitchen", -24, wakeMs: 1190)) == nil)
+        let decision = window.tick(nowMs: 1350)
+        #expect(decision?.winner.name == "kitchen")
+    }
+
     @Test("the window decides early once every known sibling has claimed, counting claims heard before the wake")
     func early() {
         var window = ArbitrationWindow(own: Self.own, siblings: ["kitchen", "den"], windowMs: 200,

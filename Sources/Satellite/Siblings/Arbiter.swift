@@ -35,6 +35,9 @@ final class Arbiter: WakeArbiter {
 
     /// Claims kept from before a wake: more than a house has satellites.
     static let recentLimit = 32
+    /// How long after its wake a sibling may claim it: the local wake word is timed at the frame that
+    /// decided it, and decided when its microphone period (120 ms) was read.
+    static let claimLagMs = 150
 
     private struct Pending {
         var window: ArbitrationWindow
@@ -98,7 +101,7 @@ final class Arbiter: WakeArbiter {
                 }
                 let claim = s.sender!.claim(levelDb: levelDb, probability: probability, ageMs: ageMs)
                 let window = ArbitrationWindow(own: HeardClaim(claim: claim, wakeMs: wakeMs), siblings: Set(siblings.map(\.name)),
-                                               windowMs: settings.windowMs, heard: s.recent)
+                                               windowMs: settings.windowMs, lagMs: Self.claimLagMs, heard: s.recent)
                 if window.decision == nil { s.pending[id] = Pending(window: window, answer: answer) }
                 return window
             }
@@ -109,7 +112,7 @@ final class Arbiter: WakeArbiter {
                 return
             }
             // Cancelled once the window is decided early; at the deadline it closes the window.
-            let deadlineMs = wakeMs &+ UInt64(max(settings.windowMs, 0))
+            guard case .collecting(let deadlineMs) = opened.state else { return }
             timer = Task { [self] in
                 while !Task.isCancelled {
                     let now = MonotonicClock.nanoseconds() / 1_000_000

@@ -185,6 +185,8 @@ final class SiblingLink: @unchecked Sendable {
                 $0.refused = refused
             }
             guard case .success(let heard) = result else { continue }
+            // The refusals before it are told (when a report is due) before it is handed on, in the order they came.
+            _ = reportRefusals()
             for handle in handlers.withLock({ $0 }) { handle(heard) }
         }
     }

@@ -73,13 +73,15 @@ public struct ArbitrationWindow: Sendable, Equatable {
     public private(set) var claims: [HeardClaim]
     public private(set) var state: State
 
-    /// Opens the window at this satellite's own wake; `heard` holds claims that came before it.
-    public init(own: HeardClaim, siblings: Set<String>, windowMs: Int, heard: [HeardClaim] = []) {
+    /// Opens the window at this satellite's own wake; `heard` holds claims that came before it. A wake is
+    /// timed at the sound that woke it, and claimed only once a detector has decided on it, up to `lagMs`
+    /// later: a claim whose wake lies within the window may come that much after the window, and is waited for.
+    public init(own: HeardClaim, siblings: Set<String>, windowMs: Int, lagMs: Int = 0, heard: [HeardClaim] = []) {
         self.own = own
         self.windowMs = windowMs
         self.siblings = siblings
         claims = []
-        state = .collecting(deadlineMs: own.wakeMs &+ UInt64(max(windowMs, 0)))
+        state = .collecting(deadlineMs: own.wakeMs &+ UInt64(max(windowMs, 0)) &+ UInt64(max(lagMs, 0)))
         for claim in heard { _ = take(claim) }
         decideIfComplete()
     }
