@@ -251,6 +251,18 @@ import Testing
         #expect(alignment.delay == 6010)
     }
 
+    /// A reverberant room's strongest peak may be a reflection a little after the direct path: the
+    /// filter, from just before the delay, holds it, so the delay stands; an earlier echo moves it.
+    @Test(arguments: [(lag: 6010 + 128, moves: false), (lag: 6010 + EchoAlignment.later, moves: false),
+                      (lag: 6010 + EchoAlignment.later + 1, moves: true), (lag: 6010 - 16, moves: false),
+                      (lag: 6010 - 128, moves: true)])
+    func aLittleLaterIsTheSameEchoEarlierIsNot(_ found: (lag: Int, moves: Bool)) {
+        var alignment = EchoAlignment()
+        alignment.measured(EchoDelay.Estimate(lag: 6010, correlation: 0.9))
+        for _ in 0..<3 { alignment.measured(EchoDelay.Estimate(lag: found.lag, correlation: 0.9)) }
+        #expect(alignment.delay == (found.moves ? found.lag : 6010))
+    }
+
     @Test func timelineSampleOfTheClock() {
         #expect(EchoAlignment.sample(atNanoseconds: 1_000_000_000) == 16000)
         #expect(EchoAlignment.sample(atNanoseconds: 62_500) == 1)

@@ -53,6 +53,16 @@ struct FollowUpTurnTests {
         log.filter { $0["dir"] == "in" && ($0["kind"] == "binary" || $0["kind"] == "text") }.map { $0["type"]?.stringValue ?? "audio" }
     }
 
+    /// The answer said once the follow-up listens, as a person answers once the question has been
+    /// asked (the microphone is kept open, so what is said before is not kept for the turn); the
+    /// events until it listened, then (`untilIdle`) those until idle.
+    static func answer(_ answer: Data, _ daemon: DaemonHarness, _ watcher: SocketClient, untilIdle: Bool = true) async -> [JSONValue] {
+        let before = await events(watcher) { $0["event"] == "state" && ($0["state"] == "listening" || $0["state"] == "idle") }
+        guard before.last?["state"] == "listening" else { return before }
+        daemon.room?.say(answer)
+        return untilIdle ? before + (await events(watcher, until: isIdle)) : before
+    }
+
     /// `parlourctl listen`, the question said once it listens; returns its result.
     static func listen(_ daemon: DaemonHarness, _ watcher: SocketClient) async throws -> JSONValue {
         let listen = Task { try await daemon.result("listen") }
@@ -75,8 +85,7 @@ struct FollowUpTurnTests {
 
         let asked = await Self.events(watcher) { $0["event"] == "followUp" }
         #expect(Self.states(asked).last == "speaking", "\(Self.states(asked))")
-        daemon.room?.say(answer)
-        let rest = await Self.events(watcher, until: Self.isIdle)
+        let rest = await Self.answer(answer, daemon, watcher)
         // Straight from speaking to listening, then a turn like any other, and idle after the statement.
         #expect(Self.states(rest) == ["listening", "thinking", "speaking", "idle"], "\(Self.states(rest))")
         #expect(rest.contains { $0["event"] == "reply" && $0["reply"] == "Done." })
@@ -115,8 +124,7 @@ struct FollowUpTurnTests {
 
         let asked = await Self.events(watcher) { $0["event"] == "followUp" }
         #expect(asked.contains { $0["event"] == "reply" && $0["reply"] == "Which room?" })
-        daemon.room?.say(answer)
-        let rest = await Self.events(watcher, until: Self.isIdle)
+        let rest = await Self.answer(answer, daemon, watcher)
         #expect(Self.states(rest) == ["listening", "thinking", "speaking", "idle"], "\(Self.states(rest))")
         #expect(rest.contains { $0["event"] == "heard" })
         #expect(rest.contains { $0["event"] == "reply" && $0["reply"] == "Done." })
@@ -167,7 +175,7 @@ struct FollowUpTurnTests {
             let next = await watcher.next { $0["event"] == "followUp" || Self.isIdle($0) }
             guard next?["event"] == "followUp" else { break }
             seen += 1
-            daemon.room?.say(answer)
+            _ = await Self.answer(answer, daemon, watcher, untilIdle: false)
         }
         #expect(seen == followUps)
         #expect(try await server.requests().filter { $0["path"] == "/voice" }.count == 1 + followUps)

@@ -30,15 +30,30 @@ struct OfflineVoiceTests {
 
     @Test("listen: the notice reaches the speaker, and the result is server_unreachable via the satellite", arguments: ["record", "stream"])
     func listen(transport: String) async throws {
+        // The room speaks once each turn listens: the microphone, kept open while the echo is cancelled,
+        // hears the room as it goes, as a real one does.
         let daemon = try await DaemonHarness.start(config: config(try await goneServer(), transport: transport), token: "t0ken-unused",
-                                                   mic: try await Speech.raw("turn on the radio"))
-        let result = try await daemon.result("listen")
+                                                   fifoMic: true)
+        let question = try await Speech.raw("turn on the radio")
+        let watcher = try SocketClient(path: daemon.socket)
+        await watcher.watch()
+        // A record turn listens first; a stream turn finds the server gone before it listens.
+        func speak() async {
+            guard transport == "record" else { return }
+            #expect(await watcher.state("listening") != nil)
+            daemon.room?.say(question)
+        }
+        let asked = Task { try await daemon.result("listen") }
+        await speak()
+        let result = try await asked.value
         #expect(result["status"] == "error")
         #expect(result["error"] == "server_unreachable")
         #expect(result["via"] == "satellite")
         #expect(result["message"]?.stringValue?.hasSuffix("The satellite said so itself.") == true)
         expectSpeech(try daemon.playedSound())
-        let human = try await daemon.ctl("listen")
+        let again = Task { try await daemon.ctl("listen") }
+        await speak()
+        let human = try await again.value
         #expect(human.status == 1)
         #expect(human.err.contains("The satellite said so itself."))
         #expect(await daemon.stop() == 0)

@@ -102,7 +102,8 @@ struct StreamTests {
         #expect(result["response"]?["reply"] == "Done.")
         #expect(result["response"]?["via"] == "local")
 
-        let incoming = try await server.socketLog().filter { $0["dir"] == "in" && ($0["kind"] == "binary" || $0["kind"] == "text") }
+        // `spoke` is sent as the satellite goes idle, which may be after the result: the log waits for it.
+        let incoming = try await server.socketLog(until: "spoke").filter { $0["dir"] == "in" && ($0["kind"] == "binary" || $0["kind"] == "text") }
         let kinds = incoming.map { $0["type"]?.stringValue ?? "audio" }
         #expect(kinds.first == "start", "\(kinds)")
         let end = try #require(kinds.firstIndex(of: "end"))

@@ -13,6 +13,10 @@
 // sink's `.handOver`, then `attach`) without closing it: the local wake word
 // gives the turn it starts the audio from the moment of the wake, none lost to
 // closing and reopening the device.
+// A device kept open (`keeps`: while the echo is cancelled, AudioCapture) is
+// not closed when its consumer leaves: it reads on, what it hears dropped,
+// and the next consumer takes it as it is, so the echo's path through it does
+// not move from one turn to the next.
 import CALSA
 import Synchronization
 
@@ -74,6 +78,8 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
     public let channels: Int
     /// Frames per chunk: the period ALSA settled on.
     public let periodFrames: Int
+    /// Whether it is kept open when its consumer leaves (and taken over by the next).
+    public let keeps: Bool
 
     private let pcm: OpaquePointer
     private let engine: AudioEngine
@@ -94,6 +100,8 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
         case attached(id: Int, AsyncStream<CaptureChunk>.Continuation)
         case sink(any CaptureSink)
         case waiting([[Int16]])
+        /// Kept open for the next consumer, with nobody listening: what it hears is dropped.
+        case kept
     }
 
     private struct Life {
@@ -109,8 +117,9 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
     private var filled = 0
     private var onFailure: (@Sendable (ALSAError) -> Void)?
 
-    private init(device: String, rate: Int, channels: Int, pcm: ALSAPCM, engine: AudioEngine, processed: Bool) {
+    private init(device: String, rate: Int, channels: Int, pcm: ALSAPCM, engine: AudioEngine, processed: Bool, keeps: Bool) {
         self.engine = engine
+        self.keeps = keeps
         processes = processed && rate == 16000 && channels == 1
         self.device = device
         self.rate = rate
@@ -126,12 +135,13 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
     /// Opens and configures the device now, so a missing microphone is known at once.
     /// S16_LE interleaved; `default` converts from whatever the card does.
     /// Unless `processed` is false (a listener in alone: doctor, the meter), its chunks are the
-    /// microphone's processing's (AudioEngine).
+    /// microphone's processing's (AudioEngine). `keeps`: kept open when its consumer leaves.
     public static func open(device: String, rate: Int = 16000, channels: Int = 1, periodFrames: Int = 320,
-                            processed: Bool = true, engine: AudioEngine = .shared) throws(ALSAError) -> ALSACaptureDevice {
+                            processed: Bool = true, keeps: Bool = false, engine: AudioEngine = .shared) throws(ALSAError) -> ALSACaptureDevice {
         let pcm = try ALSAPCM.open(device: device, stream: SND_PCM_STREAM_CAPTURE, rate: rate,
                                    channels: channels, periodFrames: periodFrames)
-        return ALSACaptureDevice(device: device, rate: rate, channels: channels, pcm: pcm, engine: engine, processed: processed)
+        return ALSACaptureDevice(device: device, rate: rate, channels: channels, pcm: pcm, engine: engine, processed: processed,
+                                 keeps: keeps)
     }
 
     /// Audio lost so far: overruns ALSA recovered from (the thread fell a whole buffer
@@ -177,12 +187,77 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
         return CaptureFeed(device: self, sink: sink)
     }
 
+    /// Has the audio thread read the device for nobody yet (a device kept open, opened before anyone
+    /// listens); the next `attach()` or `take(_:)` is its consumer. Only the first start starts anything.
+    public func startKept(onFailure: (@Sendable (ALSAError) -> Void)? = nil) {
+        let first = life.withLock { life in
+            defer { life.started = true }
+            return !life.started && !life.closed
+        }
+        guard first else { return }
+        consumer.withLock { $0 = .kept }
+        self.onFailure = onFailure
+        engine.attach(self)
+    }
+
     fileprivate func unfeed(_ sink: any CaptureSink) {
         let current = consumer.withLock { c in
-            if case .sink(let now) = c { return now === sink }
-            return false
+            guard case .sink(let now) = c, now === sink else { return false }
+            if keeps { c = .kept }
+            return true
         }
-        if current { stop() }
+        guard current else { return }
+        // Kept, the device reads on for the next consumer; the sink hears its end on the audio thread.
+        if keeps { engine.perform { sink.ended(.stopped) } } else { stop() }
+    }
+
+    /// Its consumer is done: a device kept open reads on for the next, what it hears dropped (a
+    /// consumer's stream ends, a sink hears `ended(.stopped)`); any other is stopped.
+    public func release() {
+        guard keeps else { return stop() }
+        let old = consumer.withLock { c -> Consumer in
+            guard case .none = c else {
+                defer {
+                    c = .kept
+                    consumerID.store(-1, ordering: .relaxed)
+                }
+                return c
+            }
+            return .none
+        }
+        let (stream, sink) = Self.parts(of: old)
+        stream?.finish()
+        if let sink { engine.perform { sink.ended(.stopped) } }
+    }
+
+    /// `sink` as the consumer of a device kept open, in place of whoever had it (who is let go); nil
+    /// when the device is not kept or has closed.
+    public func take(_ sink: any CaptureSink) -> CaptureFeed? {
+        guard keeps else { return nil }
+        let old: Consumer? = life.withLock { life in
+            guard !life.closed, life.started else { return nil }
+            return consumer.withLock { c in
+                defer {
+                    c = .sink(sink)
+                    consumerID.store(-1, ordering: .relaxed)
+                }
+                return c
+            }
+        }
+        guard let old else { return nil }
+        let (stream, before) = Self.parts(of: old)
+        stream?.finish()
+        if let before { engine.perform { before.ended(.stopped) } }
+        return CaptureFeed(device: self, sink: sink)
+    }
+
+    /// The stream or the sink a consumer is.
+    private static func parts(of consumer: Consumer) -> (AsyncStream<CaptureChunk>.Continuation?, (any CaptureSink)?) {
+        switch consumer {
+        case .attached(_, let continuation): return (continuation, nil)
+        case .sink(let sink): return (nil, sink)
+        case .waiting, .kept, .none: return (nil, nil)
+        }
     }
 
     /// Makes `continuation` the consumer; its stream ending (the consumer gone) stops the device,
@@ -192,8 +267,10 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
             c = .attached(id: id, continuation)
             consumerID.store(id, ordering: .relaxed)
         }
+        // Kept, the device reads on: the audio thread finds the stream ended as it yields, and keeps it
+        // for the next (taking no lock here: see the top).
         continuation.onTermination = { [weak self] _ in
-            guard let self, self.consumerID.load(ordering: .relaxed) == id else { return }
+            guard let self, !self.keeps, self.consumerID.load(ordering: .relaxed) == id else { return }
             self.stop()
         }
     }
@@ -221,22 +298,32 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
     }
 
     /// A new consumer for a detached device: its stream begins with what was heard since `detach()`.
-    /// nil when the device is not detached (or has closed since).
+    /// A device kept open is taken from whoever has it (who is let go), with nothing from before.
+    /// nil when the device is neither (or has closed since).
     public func attach() -> AsyncStream<CaptureChunk>? {
         let (stream, continuation) = AsyncStream.makeStream(of: CaptureChunk.self, bufferingPolicy: .bufferingNewest(chunkBound))
-        let id: Int? = life.withLock { life in
-            guard !life.closed else { return nil }
+        let taken: (id: Int, old: Consumer)? = life.withLock { life in
+            guard !life.closed, life.started else { return nil }
             life.nextListener += 1
             let id = life.nextListener
             return consumer.withLock { c in
-                guard case .waiting(let backlog) = c else { return nil }
-                for chunk in backlog { continuation.yield(.samples(chunk)) }
-                c = .attached(id: id, continuation)
-                return id
+                switch c {
+                case .waiting(let backlog):
+                    for chunk in backlog { continuation.yield(.samples(chunk)) }
+                case .kept, .attached, .sink:
+                    guard keeps else { return nil }
+                case .none:
+                    return nil
+                }
+                defer { c = .attached(id: id, continuation) }
+                return (id, c)
             }
         }
-        guard let id else { return nil }
-        consume(continuation, id: id)
+        guard let taken else { return nil }
+        let (old, sink) = Self.parts(of: taken.old)
+        old?.finish()
+        if let sink { engine.perform { sink.ended(.stopped) } }
+        consume(continuation, id: taken.id)
         return stream
     }
 
@@ -339,7 +426,12 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
                     let (dropped, sink): (Bool, (any CaptureSink)?) = consumer.withLock { c in
                         switch c {
                         case .attached(_, let continuation):
-                            if case .dropped = continuation.yield(.samples(chunk)) { return (true, nil) }
+                            switch continuation.yield(.samples(chunk)) {
+                            case .dropped: return (true, nil)
+                            // The consumer left a device kept open: it reads on for the next.
+                            case .terminated where keeps: c = .kept
+                            default: break
+                            }
                             return (false, nil)
                         case .sink(let sink):
                             return (false, sink)
@@ -350,7 +442,7 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
                             if over { backlog.removeFirst() }
                             c = .waiting(backlog)
                             return (over, nil)
-                        case .none:
+                        case .kept, .none:
                             return (false, nil)
                         }
                     }
@@ -360,6 +452,8 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
                     filled = 0
                     // Outside the lock: the sink's work (the wake word's engine) holds up no other thread.
                     if let sink, !hand(chunk, to: sink) { return end(nil) }
+                    // Kept for nobody, and no longer wanted (the canceller switched off: two cards): let go.
+                    if keeps, !engine.cancelsEcho, consumer.withLock({ if case .kept = $0 { true } else { false } }) { return end(nil) }
                 }
                 continue
             }
@@ -387,10 +481,16 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
         let applies = consumer.withLock { c in
             guard case .sink(let now) = c, now === sink else { return false }
             if case .handOver(let first) = verdict { c = .waiting(first.map { [$0] } ?? []) }
+            if verdict == .stop, keeps { c = .kept }
             return true
         }
         guard applies else { return true }
-        if verdict == .stop { return false }
+        if verdict == .stop {
+            // Kept, the device reads on for the next consumer.
+            guard keeps else { return false }
+            sink.ended(.stopped)
+            return true
+        }
         sink.ended(.handedOver)
         return true
     }
@@ -408,11 +508,7 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
                 c = .none
                 consumerID.store(-1, ordering: .relaxed)
             }
-            switch c {
-            case .attached(_, let continuation): return (continuation, nil)
-            case .sink(let sink): return (nil, sink)
-            case .waiting, .none: return (nil, nil)
-            }
+            return Self.parts(of: c)
         }
         if let failure { last?.yield(.failed(failure)) }
         markClosed()

@@ -9,6 +9,13 @@
 // no word after the wake is lost. What it starts (the retries, a listener's
 // copies, the hop back from the audio thread after a failure) is a child of
 // its `run()`.
+// While the echo is cancelled (`keptPeriod`, and the canceller runs: not two
+// cards, not muted), the device a consumer opens is instead kept open, as the
+// speaker is: each later consumer takes it in turn, and what it hears while
+// nobody listens is dropped (so it is opened by the first consumer, not at the
+// start: a test's recorded question waits in its file for the turn). A device opened afresh starts its part of
+// the echo's path afresh (in the test room it moved 30 to 230 ms), and the next
+// answer's first second would run on the last one's delay.
 import Glibc
 import SatelliteCore
 
@@ -23,11 +30,18 @@ public actor AudioCapture {
     private var last: ALSACaptureDevice?
     private var muted: Bool
     private let work = WorkGroup()
+    /// The period of the device kept open while the echo is cancelled; nil: opened for each consumer.
+    private let keptPeriod: Int?
+    /// A device being opened, and who waits for it (`openDevice`).
+    private var opening = false
+    private var openingWaiters: [CheckedContinuation<Void, Never>] = []
 
-    /// `retry` is the back-off between probes of a broken device.
+    /// `retry` is the back-off between probes of a broken device; `keptPeriod`, the period of the
+    /// device kept open while the echo is cancelled (nil: it is opened for each consumer).
     public init(device: String, bus: EventBus, retry: Backoff = Backoff(first: .seconds(1), cap: .seconds(30)),
-                muted: Bool = false, engine: AudioEngine = .shared) {
+                muted: Bool = false, keptPeriod: Int? = nil, engine: AudioEngine = .shared) {
         self.device = device
+        self.keptPeriod = keptPeriod
         self.engine = engine
         self.muted = muted
         self.bus = bus
@@ -39,52 +53,75 @@ public actor AudioCapture {
     public func run() async {
         await work.run {
             watch.stop()
-            await close()
+            await shut()
         }
     }
+
+    /// Whether a device opened now is kept open: the echo is cancelled and nothing is muted.
+    private var keeps: Bool { keptPeriod != nil && !muted && engine.cancelsEcho }
 
     /// Opens the microphone and returns the stream of its chunks for the one consumer.
     /// A stream already open is closed first. The device closes when the consumer
     /// stops iterating, on `close()`, or after a `.failed` chunk (then retries begin).
     /// `periodFrames` is the chunk ALSA is asked for: each one is a wake-up of the capture
     /// thread and a hop to the consumer, so a consumer that judges longer stretches asks for longer.
-    /// After a hand-over (`handOver()`, or a sink's), it takes the device still open, with its period, instead.
+    /// After a hand-over (`handOver()`, or a sink's), or while it is kept open, it takes the device
+    /// still open, with its period, instead.
     public func open(periodFrames: Int = 320) async throws(ALSAError) -> AsyncStream<CaptureChunk> {
-        try await open(periodFrames: periodFrames, processed: true)
+        try await open(periodFrames: periodFrames, processed: true, keep: keeps)
     }
 
-    /// `open()`, with the chunks processed or as the microphone gave them.
-    private func open(periodFrames: Int, processed: Bool) async throws(ALSAError) -> AsyncStream<CaptureChunk> {
+    /// `open()`, with the chunks processed or as the microphone gave them; `keep`, kept open after.
+    private func open(periodFrames: Int, processed: Bool, keep: Bool) async throws(ALSAError) -> AsyncStream<CaptureChunk> {
         // Callers do not ask while muted; one that raced a mute is refused without a word on the bus.
         if muted { throw ALSAError(function: "snd_pcm_open", code: -EPERM, device: device) }
         if let stream = current?.attach() { return stream }
-        let capture = try await openDevice(periodFrames: periodFrames, processed: processed)
-        return capture.frames { [weak self, work] error in
+        let capture = try await openDevice(periodFrames: periodFrames, processed: processed, keep: keep)
+        // Kept, it reads already (for nobody); one that failed since gives an ended stream.
+        if capture.keeps { return capture.attach() ?? capture.frames() }
+        return capture.frames(onFailure: failure(of: capture))
+    }
+
+    /// What a device's failure does (on the audio thread): hops here, and retries begin.
+    private func failure(of capture: ALSACaptureDevice) -> @Sendable (ALSAError) -> Void {
+        { [weak self, work] error in
             work.start { [weak self] in await self?.captureFailed(capture, error) }
         }
     }
 
     /// Opens the microphone for `sink`, which hears each period on the audio thread in the wake-up
     /// that read it (the local wake word); as `open()` otherwise, but a device handed over is
-    /// closed, not taken. The sink hears `ended` once whatever happens after this returns.
+    /// closed, not taken, unless it is kept open (then what it kept is dropped). The sink hears
+    /// `ended` once whatever happens after this returns.
     public func open(periodFrames: Int = 320, into sink: any CaptureSink) async throws(ALSAError) -> CaptureFeed {
         if muted { throw ALSAError(function: "snd_pcm_open", code: -EPERM, device: device) }
-        let capture = try await openDevice(periodFrames: periodFrames)
-        return capture.feed(sink) { [weak self, work] error in
-            work.start { [weak self] in await self?.captureFailed(capture, error) }
-        }
+        if let feed = current?.take(sink) { return feed }
+        let capture = try await openDevice(periodFrames: periodFrames, keep: keeps)
+        if capture.keeps, let feed = capture.take(sink) { return feed }
+        return capture.feed(sink, onFailure: failure(of: capture))
     }
 
-    /// Closes what is open and opens the device afresh, as `current`.
-    private func openDevice(periodFrames: Int, processed: Bool = true) async throws(ALSAError) -> ALSACaptureDevice {
+    /// Closes what is open and opens the device afresh, as `current`: `keep`, kept open at its own
+    /// period (and reading already, for nobody).
+    private func openDevice(periodFrames: Int, processed: Bool = true, keep: Bool) async throws(ALSAError) -> ALSACaptureDevice {
+        // One at a time: the device kept open that another opened meanwhile is this one's too.
+        while opening { await withCheckedContinuation { openingWaiters.append($0) } }
+        if keep, let current, current.keeps, !current.isClosed { return current }
+        opening = true
+        defer {
+            opening = false
+            for waiter in openingWaiters { waiter.resume() }
+            openingWaiters = []
+        }
         // Another open may slip in while this one waits for the old device to close.
-        while current != nil { await close() }
+        while current != nil { await shut() }
         if muted { throw ALSAError(function: "snd_pcm_open", code: -EPERM, device: device) }
         let capture: ALSACaptureDevice
-        let (device, engine) = (self.device, self.engine)
+        let (device, engine, keeps) = (self.device, self.engine, keep && self.keeps)
+        let period = keeps ? keptPeriod ?? periodFrames : periodFrames
         do {
             capture = try await engine.run { () throws(ALSAError) in
-                try ALSACaptureDevice.open(device: device, periodFrames: periodFrames, processed: processed, engine: engine)
+                try ALSACaptureDevice.open(device: device, periodFrames: period, processed: processed || keeps, keeps: keeps, engine: engine)
             }
         } catch {
             failed(error)
@@ -95,12 +132,18 @@ public actor AudioCapture {
             capture.stop()
             throw ALSAError(function: "snd_pcm_open", code: -EPERM, device: device)
         }
-        while current != nil { await close() }
+        while current != nil { await shut() }
         current = capture
         last = capture
         watch.works()
+        if keeps {
+            capture.startKept(onFailure: failure(of: capture))
+            bus.notice(.info, "The microphone is kept open while the echo is cancelled; what it hears while nobody listens is dropped.",
+                       ["device": device, "period_ms": String(capture.periodFrames * 1000 / max(capture.rate, 1))])
+        }
         return capture
     }
+
 
     /// Ends the consumer's stream but keeps the device open and reading, for the next `open()`,
     /// whose stream begins with `first` (the consumer's last chunk) and what was heard since.
@@ -115,8 +158,18 @@ public actor AudioCapture {
         if current?.isHandedOver == true { await close() }
     }
 
-    /// Closes the microphone, if open, and returns once the device is released.
+    /// The consumer is done: closes the microphone, if open, and returns once the device is released;
+    /// a device kept open reads on for the next consumer instead.
     public func close() async {
+        if let current, current.keeps, !current.isClosed, keeps {
+            current.release()
+            return
+        }
+        await shut()
+    }
+
+    /// Closes the device, kept open or not, and returns once it is released.
+    private func shut() async {
         guard let capture = current else { return }
         current = nil
         capture.stop()
@@ -137,7 +190,8 @@ public actor AudioCapture {
             source = current.copies(processed: processed)
             owned = nil
         } else {
-            source = try await open(periodFrames: 320, processed: processed)
+            // Opened for this alone, and closed after: a listener is no consumer to keep it for.
+            source = try await open(periodFrames: 320, processed: processed, keep: false)
             owned = current
         }
         let wanted = Int(duration / .milliseconds(1)) * 16
@@ -193,13 +247,16 @@ public actor AudioCapture {
         self.muted = muted
         if muted {
             watch.stop()
-            await close()
+            await shut()
             await last?.closed()
             last = nil
         } else {
             await probe()
         }
     }
+
+    /// Whether a device is kept open now (for the tests).
+    var isKeptOpen: Bool { current.map { $0.keeps && !$0.isClosed } ?? false }
 
     /// The health as last published.
     public var health: DeviceHealth { watch.health }

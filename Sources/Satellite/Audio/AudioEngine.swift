@@ -120,6 +120,9 @@ public final class AudioEngine: @unchecked Sendable {
     /// `notice` is told on the audio thread of a delay measured or the canceller switched off (and, at
     /// debug, of every estimate and every side placed afresh on the echo's timeline).
     public func process(_ processing: AudioProcessing, notice: @escaping @Sendable (Priority, String, [String: String]) -> Void) {
+        // Said at once, for the devices opened next (the microphone and the speaker kept open); the
+        // thread corrects it if the processing cannot start.
+        cancelling.store(processing.echoCancel, ordering: .releasing)
         perform { [self] in
             processor = EchoCanceller(processing, notice: notice)
             updateCancelling()

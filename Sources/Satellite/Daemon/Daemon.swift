@@ -57,7 +57,12 @@ public final class Daemon: Sendable {
                                                    autoGain: config.audio.autoGain)) { priority, message, fields in
             bus.notice(priority, message, fields)
         }
-        let capture = AudioCapture(device: config.audio.input, bus: bus, muted: local.muted)
+        // While the echo is cancelled the microphone is kept open, at the period its mode reads all day: the
+        // local ear's, or the streamed room's (80 ms, the server's frame; push turns too, a quarter of the
+        // wake-ups of 20 ms while idle).
+        let keptPeriod = config.wake == .local ? WakeWordService.periodFrames : FrameBatcher().samples
+        let capture = AudioCapture(device: config.audio.input, bus: bus, muted: local.muted,
+                                   keptPeriod: config.audio.echoCancel ? keptPeriod : nil)
         let playback = Playback(device: config.audio.output, bus: bus, keepOpen: config.audio.echoCancel, muted: local.muted)
         let cuePlayer = CuePlayer(playback: playback, sounds: cues)
         // The awake sound reaches a real microphone too (and the speaker's buffer delays it): it is recorded, but not taken for speech.

@@ -58,6 +58,8 @@ public struct EchoAlignment: Sendable {
     private var candidate: Int?
     /// A peak this strong is taken at once.
     public static let strongCorrelation = 0.6
+    /// How much later than the delay known an echo may be found and the delay still stand (20 ms).
+    public static let later = 320
     private let window: Int
     private let keep: Int
     private let slack: Int
@@ -179,8 +181,12 @@ public struct EchoAlignment: Sendable {
             candidate = nil
             return
         }
-        // A lag within a millisecond of the last is the same delay: the canceller is not disturbed.
-        if let delay, abs(delay - estimate.lag) <= 16 {
+        // A lag within a millisecond before the last, or up to `later` after it, is the same delay: the
+        // canceller is not disturbed. Its filter starts `margin` before the delay and is long, so it holds
+        // an echo that came a little later; moved, what it learnt is shifted and learnt again. A
+        // reverberant room's peak can be its direct path one time and a reflection a few milliseconds
+        // later the next: each such move cost the next answer's first seconds most of their cancelling.
+        if let delay, estimate.lag >= delay - 16, estimate.lag <= delay + Self.later {
             candidate = nil
             misses = 0
             measurements += 1
