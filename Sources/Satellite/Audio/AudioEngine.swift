@@ -119,12 +119,15 @@ public final class AudioEngine: @unchecked Sendable {
     /// Processes what the microphone hears from its next period on (nothing, when all is off);
     /// `notice` is told on the audio thread of a delay measured or the canceller switched off (and, at
     /// debug, of every estimate and every side placed afresh on the echo's timeline).
-    public func process(_ processing: AudioProcessing, notice: @escaping @Sendable (Priority, String, [String: String]) -> Void) {
+    /// `card` names the sound card a PCM is on (ALSA's, but for a test: there is no kernel sound card
+    /// in the test's container, so two cards are named so).
+    public func process(_ processing: AudioProcessing, card: @escaping @Sendable (OpaquePointer) -> Int32 = EchoCanceller.card(of:),
+                        notice: @escaping @Sendable (Priority, String, [String: String]) -> Void) {
         // Said at once, for the devices opened next (the microphone and the speaker kept open); the
         // thread corrects it if the processing cannot start.
         cancelling.store(processing.echoCancel, ordering: .releasing)
         perform { [self] in
-            processor = EchoCanceller(processing, notice: notice)
+            processor = EchoCanceller(processing, card: card, notice: notice)
             updateCancelling()
         }
     }

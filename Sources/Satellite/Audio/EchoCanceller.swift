@@ -95,6 +95,7 @@ public final class EchoCanceller {
     private var speakerCard: Int32 = -1
     private var microphoneCard: Int32 = -1
     private var offBecause: String?
+    private let card: (OpaquePointer) -> Int32
     /// Blocks of 160 waiting for their turn, and processed samples waiting for their chunk.
     private var pendingNear: [Int16] = []
     private var pendingFar: [Int16] = []
@@ -111,10 +112,14 @@ public final class EchoCanceller {
     }
 
     /// nil when everything is off (nothing is allocated, nothing runs) or the library failed.
+    /// `card` names the sound card a PCM is on (-1 for none: a plugin); ALSA's, but for a test, which
+    /// has no kernel sound card to open.
     public init?(_ settings: AudioProcessing, filterLength: Int = EchoCanceller.filterLength, suppression: Int32 = EchoCanceller.suppression,
+                 card: @escaping (OpaquePointer) -> Int32 = EchoCanceller.card(of:),
                  notice: @escaping @Sendable (Priority, String, [String: String]) -> Void) {
         guard !settings.isOff else { return nil }
         self.settings = settings
+        self.card = card
         self.filterLength = filterLength
         self.suppression = suppression
         tail = EchoTail(length: filterLength + EchoAlignment.rate / 2)
@@ -159,7 +164,7 @@ public final class EchoCanceller {
     func speakerOpened(_ device: any SpeakerOutput, pcm: OpaquePointer) {
         if speakerName != device.device { alignment.reset() }
         speakerName = device.device
-        speakerCard = Self.card(of: pcm)
+        speakerCard = card(pcm)
         checkCards()
     }
 
@@ -175,7 +180,7 @@ public final class EchoCanceller {
         }
         (pendingNear, pendingFar, processed) = ([], [], [])
         microphoneName = device
-        microphoneCard = Self.card(of: pcm)
+        microphoneCard = card(pcm)
         checkCards()
     }
 
@@ -381,7 +386,8 @@ public final class EchoCanceller {
     }
 
     /// The card a PCM is on, or -1 (a plugin with none, as the test card).
-    private static func card(of pcm: OpaquePointer) -> Int32 {
+    /// The card `pcm` is on, as ALSA says; -1 for none.
+    public static func card(of pcm: OpaquePointer) -> Int32 {
         var info: OpaquePointer?
         guard snd_pcm_info_malloc(&info) == 0, let info else { return -1 }
         defer { snd_pcm_info_free(info) }
