@@ -157,7 +157,7 @@ FIGURES = [
     Figure("erle_tones_db", "ERLE on music-like tones (plucked chords), after 2 s", "dB", 1),
     Figure("erle_off_db", "ERLE with echoCancel off (context: what the microphone heard)", "dB", 1),
 ] + [Figure(f"erle_{wake}_{answer}_db", title, "dB", 1)
-     for wake, period in (("push", "20 ms periods"), ("local", "120 ms"), ("server", "streaming, 80 ms"))
+     for wake, period in (("push", "80 ms periods"), ("local", "120 ms"), ("server", "streaming, 80 ms"))
      for answer, title in (("first", f"ERLE, wake {wake} ({period}): the first answer after the start, from 2 s in"),
                            ("later", "… the next answer, from half a second in"))] + [
     Figure("barge_rate_0", "Wake word over an answer, heard (wake local): echo 0 dB over the talker", "", 2),
