@@ -15,6 +15,16 @@ import SatelliteCore
 
 @Suite("a speaker and a microphone on two cards", .serialized, .timeLimit(.minutes(2)))
 struct TwoCardsTests {
+    /// The loudest sample of the stream, until it ends.
+    static func loudest(_ chunks: AsyncStream<CaptureChunk>) async -> Int {
+        var loudest = 0
+        for await chunk in chunks {
+            guard case .samples(let samples) = chunk else { break }
+            loudest = max(loudest, samples.map { Int($0.magnitude) }.max() ?? 0)
+        }
+        return loudest
+    }
+
     @Test("the canceller is switched off and says why; over the answer the microphone gives silence; neither is kept open after")
     func twoCards() async throws {
         let directory = try Package.temporaryDirectory("two-cards")
@@ -37,22 +47,8 @@ struct TwoCardsTests {
         // The consumer hears the processed microphone; a listener in, what the microphone gave.
         let processed = try await capture.open()
         let raw = try await capture.listenIn(for: .seconds(4))
-        let heard = Task { () -> Int in
-            var loudest = 0
-            for await chunk in processed {
-                guard case .samples(let samples) = chunk else { break }
-                loudest = max(loudest, samples.map { Int($0.magnitude) }.max() ?? 0)
-            }
-            return loudest
-        }
-        let given = Task { () -> Int in
-            var loudest = 0
-            for await chunk in raw {
-                guard case .samples(let samples) = chunk else { break }
-                loudest = max(loudest, samples.map { Int($0.magnitude) }.max() ?? 0)
-            }
-            return loudest
-        }
+        let heard = Task { await Self.loudest(processed) }
+        let given = Task { await Self.loudest(raw) }
         let tone = PCMAudio(sampleRate: 16000, channels: 1, samples: (0..<16000).map { Int16(12000 * sin(2 * Double.pi * 300 * Double($0) / 16000)) })
         #expect(try await playback.play(tone).ending == .finished)
         // The echo came back into the room, and the microphone gave it (the listener's four seconds end).

@@ -153,7 +153,7 @@ public actor Playback {
         let (device, engine) = (self.device, self.engine)
         do {
             let speaker: Speaker
-            if let steady = try await openSteady() {
+            if let steady = try await openSteady(reserving: true) {
                 speaker = .steady(steady)
             } else {
                 speaker = .once(try await engine.run { () throws(ALSAError) in
@@ -171,20 +171,21 @@ public actor Playback {
     }
 
     /// The steady speaker when it is wanted, opened if it is not open (nil: it is not wanted); the
-    /// one kept open is closed once it is not.
-    private func openSteady() async throws(ALSAError) -> SteadySpeaker? {
+    /// one kept open is closed once it is not. `reserving`: held open for a sound to start on it.
+    private func openSteady(reserving: Bool) async throws(ALSAError) -> SteadySpeaker? {
         guard wantsSteady else {
             steady?.close()
             steady = nil
             return nil
         }
-        if let steady, steady.isOpen { return steady }
+        if let steady, reserving ? steady.reserve() : steady.isOpen { return steady }
         let (device, engine) = (self.device, self.engine)
         // Asked again on the audio thread, after the processing was set up there.
         let opened = try await engine.run { () throws(ALSAError) -> SteadySpeaker? in
             engine.cancelsEcho ? try SteadySpeaker.open(device: device, engine: engine) : nil
         }
         guard let opened else { return nil }
+        if reserving { _ = opened.reserve() }
         bus.notice(.info, "The speaker is kept open while the echo is cancelled, playing silence between sounds.",
                    ["device": device, "rate": String(opened.rate)])
         opened.start { [weak self, work] error in
@@ -255,7 +256,7 @@ public actor Playback {
         guard current?.isDone ?? true else { return }
         let device = self.device
         do {
-            if try await openSteady() != nil {
+            if try await openSteady(reserving: false) != nil {
                 watch.works()
                 return
             }

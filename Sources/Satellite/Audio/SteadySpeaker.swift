@@ -11,8 +11,10 @@
 // stops at once and the card plays on (a device that cannot rewind drops and
 // starts again: the speaker is placed afresh on the echo's timeline, as after an
 // underrun, and the delay measured again); an underrun is recovered, never a
-// failure; and a sound's end is awaited until the card has played it, not until
-// it was written.
+// failure; a sound's end is awaited until the card has played it, not until
+// it was written; and a speaker no longer wanted (the canceller switched off
+// as the microphone opened on another card) is let go only once no sound is
+// reserved for it, or a cue given it at that moment failed as if the speaker had.
 import CALSA
 import CSpeexDSP
 import Glibc
@@ -31,7 +33,9 @@ final class SteadySpeaker: AudioEngineSide, SpeakerOutput, @unchecked Sendable {
 
     private let pcm: OpaquePointer
     private let engine: AudioEngine
-    private let open = Atomic<Bool>(true)
+    /// Whether it is open, and sounds reserved (`reserve`) but not yet started: while one is, it is not
+    /// let go for being unwanted, so a sound given it as the canceller switched off still plays.
+    private let life = Mutex<(open: Bool, pending: Int)>((true, 0))
     private let underrunCount = Atomic<Int>(0)
 
     /// The audio thread's: the sound playing, what is waiting to be written (converted), frames
@@ -62,7 +66,16 @@ final class SteadySpeaker: AudioEngineSide, SpeakerOutput, @unchecked Sendable {
     }
 
     /// Whether it is still open (not lost, not closed).
-    var isOpen: Bool { open.load(ordering: .acquiring) }
+    var isOpen: Bool { life.withLock { $0.open } }
+
+    /// Holds it open for one `start`, which must follow; false when it is closed already.
+    func reserve() -> Bool {
+        life.withLock { life in
+            guard life.open else { return false }
+            life.pending += 1
+            return true
+        }
+    }
 
     /// Underruns recovered so far.
     var underruns: Int { underrunCount.load(ordering: .relaxed) }
@@ -81,11 +94,12 @@ final class SteadySpeaker: AudioEngineSide, SpeakerOutput, @unchecked Sendable {
     /// Plays `audio` (any rate and layout) after the silence queued; `finished` is told on the audio
     /// thread once the card has played it, or it was cancelled (`isCancelled` said so) or failed, and
     /// `firstFrame` when its first frame was written and when that will be heard (CLOCK_MONOTONIC ns).
-    /// One sound at a time: the last must have finished.
+    /// One sound at a time: the last must have finished; `reserve()` first.
     func start(_ audio: PCMAudio, isCancelled: @escaping @Sendable () -> Bool,
                firstFrame: @escaping @Sendable (_ written: UInt64, _ heard: UInt64) -> Void,
                finished: @escaping @Sendable (Result<PlaybackOutcome, ALSAError>) -> Void) {
         engine.perform { [self] in
+            life.withLock { $0.pending -= 1 }
             guard isOpen else {
                 return finished(.failure(ALSAError(function: "snd_pcm_writei", code: -EBADFD, device: device)))
             }
@@ -121,7 +135,7 @@ final class SteadySpeaker: AudioEngineSide, SpeakerOutput, @unchecked Sendable {
         engine.owner.assertCurrent()
         if let sound, sound.isCancelled() { stopSound() }
         // Idle and no longer wanted (closed, or the canceller switched off): let go.
-        if sound == nil, closing || !engine.cancelsEcho { return end(nil) }
+        if sound == nil, closing || !engine.cancelsEcho, letGo() { return end(nil) }
         do throws(ALSAError) {
             try fill()
         } catch {
@@ -132,7 +146,7 @@ final class SteadySpeaker: AudioEngineSide, SpeakerOutput, @unchecked Sendable {
             self.sound = nil
             sound.finish(.success(PlaybackOutcome(ending: .finished, framesWritten: sound.frameCount)))
             // Closed in this wake-up, before the one that opens the speaker for the next sound.
-            if closing || !engine.cancelsEcho { return self.end(nil) }
+            if closing || !engine.cancelsEcho, letGo() { return self.end(nil) }
         }
         return true
     }
@@ -219,10 +233,19 @@ final class SteadySpeaker: AudioEngineSide, SpeakerOutput, @unchecked Sendable {
         return back >= 0 && Int64(back) >= wanted - Int64(periodFrames)
     }
 
+    /// Marks it closed unless a sound is reserved for it; whether it was.
+    private func letGo() -> Bool {
+        life.withLock { life in
+            guard life.pending == 0 else { return false }
+            life.open = false
+            return true
+        }
+    }
+
     /// Closes the device (`error`: it failed); false, for the engine to let go.
     private func end(_ error: ALSAError?) -> Bool {
         snd_pcm_close(pcm)
-        open.store(false, ordering: .releasing)
+        life.withLock { $0.open = false }
         let sound = self.sound
         self.sound = nil
         pending = []
