@@ -13,9 +13,10 @@
 // cards, not muted), the device a consumer opens is instead kept open, as the
 // speaker is: each later consumer takes it in turn, and what it hears while
 // nobody listens is dropped (so it is opened by the first consumer, not at the
-// start: a test's recorded question waits in its file for the turn). A device opened afresh starts its part of
-// the echo's path afresh (in the test room it moved 30 to 230 ms), and the next
-// answer's first second would run on the last one's delay.
+// start: a test's recorded question waits in its file for the turn). A device
+// opened afresh starts its part of the echo's path afresh (in the test room it
+// moved 30 to 230 ms), and the next answer's first second would run on the
+// last one's delay.
 import Glibc
 import SatelliteCore
 
@@ -143,7 +144,6 @@ public actor AudioCapture {
         }
         return capture
     }
-
 
     /// Ends the consumer's stream but keeps the device open and reading, for the next `open()`,
     /// whose stream begins with `first` (the consumer's last chunk) and what was heard since.
