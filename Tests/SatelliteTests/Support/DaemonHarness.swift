@@ -67,15 +67,16 @@ final class DaemonHarness: Sendable {
     /// Starts the daemon with `config` (written to satellite.json) and waits for READY=1.
     /// With `journal`, stderr counts as the journal (JOURNAL_STREAM names it), so records go to journald's socket.
     /// With `fifoMic`, "testmic" reads a FIFO kept full of silence at real time, and `room.say` speaks into it;
-    /// with `liveMic` instead, the room goes on at real time while the microphone is closed (MicFeeder `live`).
+    /// with `liveMic` instead, the room goes on at real time while the microphone is closed (MicFeeder `live`);
+    /// with `timedMic` too, what is said is heard a steady lead after it was said (MicFeeder `timed`).
     /// "testspeakerlog" is "testspeaker" keeping every playback: `playedInOrder` reads them all.
-    static func start(config: JSONValue, token: String? = nil, mic: Data = Data(), fifoMic: Bool = false, liveMic: Bool = false,
+    static func start(config: JSONValue, token: String? = nil, mic: Data = Data(), fifoMic: Bool = false, liveMic: Bool = false, timedMic: Bool = false,
                       journal: Bool = false, environment extra: [String: String] = [:]) async throws -> DaemonHarness {
         let dir = try Package.temporaryDirectory("sat")
         try mic.write(to: dir.appendingPathComponent("mic.raw"))
         // "testmic" and "testspeaker" in the config mean this daemon's own files on the paced test card.
         let alsa = try ALSAFixture.shared()
-        let room = fifoMic || liveMic ? try MicFeeder(path: dir.path + "/mic.fifo", live: liveMic) : nil
+        let room = fifoMic || liveMic ? try MicFeeder(path: dir.path + "/mic.fifo", live: liveMic, timed: timedMic) : nil
         var config = config
         if case .object(var fields) = config, case .object(var audio)? = fields["audio"] {
             if audio["input"] == "testmic" { audio["input"] = .string(alsa.microphone(infile: room?.path ?? dir.path + "/mic.raw")) }

@@ -43,7 +43,7 @@ final class House: Sendable {
                 "audio": ["input": "testmic", "output": "testspeakerlog", "leadingSilenceMs": 4000],
                 "arbitration": ["enabled": .bool(arbitration)],
             ]
-            let daemon = try await DaemonHarness.start(config: config, token: server.token, fifoMic: true)
+            let daemon = try await DaemonHarness.start(config: config, token: server.token, fifoMic: true, timedMic: true)
             satellites.append(Satellite(name: name, daemon: daemon, watch: try await WatchLog.start(daemon)))
         }
         for satellite in satellites {

@@ -5,7 +5,12 @@
 // daemon closes and reopens the microphone, so the FIFO is held read-write and
 // non-blocking, and the lead is measured by what is still in the pipe. A `live`
 // room goes on at real time whether or not the microphone is open: what is
-// said while nobody reads is gone, as it would be in a real room.
+// said while nobody reads is gone, as it would be in a real room. A `timed`
+// room places what is said where a real microphone would have it: the pipe's
+// lead alone would put it after whatever the reader last took, so a word said
+// just before a 120 ms read and one said just after it would be heard up to a
+// period apart; it is padded by the time since that read, so every timed room
+// hears it a steady lead after it was said, as rooms of one house do.
 import Foundation
 import Glibc
 import Synchronization
@@ -15,9 +20,14 @@ final class MicFeeder: Sendable {
     private let state = Mutex(State())
     private let fd: Int32
     private let live: Bool
+    private let timed: Bool
 
     private struct State {
         var queue: [UInt8] = []
+        /// When the reader last took from the pipe (CLOCK_MONOTONIC ns), as the pump saw it.
+        var lastRead: UInt64?
+        /// Timed: when what the queue starts with was said, until the pump places it.
+        var saidAt: UInt64?
         var stopped = false
         /// Waiting for what was said to have gone into the pipe (`drained`).
         var waiters: [CheckedContinuation<Void, Never>] = []
@@ -26,9 +36,10 @@ final class MicFeeder: Sendable {
     /// How much the pipe holds ahead of the reader: 200 ms of 16 kHz s16le.
     static let lead = 6400
 
-    init(path: String, live: Bool = false) throws {
+    init(path: String, live: Bool = false, timed: Bool = false) throws {
         self.path = path
         self.live = live
+        self.timed = timed && !live
         guard mkfifo(path, 0o600) == 0 else { throw TestFailure("mkfifo \(path): \(String(cString: strerror(errno)))") }
         // Read-write: never blocks on open, and a reader that goes away is no EPIPE.
         fd = open(path, O_RDWR | O_NONBLOCK)
@@ -41,7 +52,17 @@ final class MicFeeder: Sendable {
     /// Puts raw s16le audio into the room, after what is queued. It does not wait: once the
     /// daemon closes the microphone, the rest is never read.
     func say(_ audio: Data) {
-        state.withLock { $0.queue.append(contentsOf: audio) }
+        let now = Self.now()
+        state.withLock { s in
+            if timed && s.queue.isEmpty { s.saidAt = now }
+            s.queue.append(contentsOf: audio)
+        }
+    }
+
+    private static func now() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
 
     func stop() {
@@ -75,14 +96,25 @@ final class MicFeeder: Sendable {
         if live { return pumpLive() }
         let silence = [UInt8](repeating: 0, count: 640)
         defer { close(fd) }
+        // What the pipe held after the last write: less at the next look means the reader took some.
+        var left = 0
         while !state.withLock({ $0.stopped }) {
             var queued: Int32 = 0
             _ = ioctl(fd, UInt(FIONREAD), &queued)
+            if Int(queued) < left {
+                let now = Self.now()
+                state.withLock { $0.lastRead = now }
+            }
+            left = Int(queued)
             if Int(queued) >= Self.lead {
                 usleep(5000)
                 continue
             }
             let speech: [UInt8] = state.withLock { s in
+                if let said = s.saidAt {
+                    s.queue.insert(contentsOf: [UInt8](repeating: 0, count: Self.pad(said: said, lastRead: s.lastRead, inPipe: left)), at: 0)
+                    s.saidAt = nil
+                }
                 let n = min(640, s.queue.count)
                 return Array(s.queue[..<n])
             }
@@ -92,11 +124,21 @@ final class MicFeeder: Sendable {
                 usleep(5000)
                 continue
             }
+            left += written
             if !speech.isEmpty {
                 state.withLock { $0.queue.removeFirst(written) }
                 wakeWaiters()
             }
         }
+    }
+
+    /// The silence to put before what was said at `said` so that the reader, which last took from the
+    /// pipe at `lastRead` and has `inPipe` bytes ahead of it, hears it a full lead after it was said (a
+    /// reader gone for longer than a period or two is no reader to keep time with).
+    private static func pad(said: UInt64, lastRead: UInt64?, inPipe: Int) -> Int {
+        guard let lastRead, said + 250_000_000 > lastRead, said < lastRead + 250_000_000 else { return 0 }
+        let sinceMs = (Int64(said) - Int64(lastRead)) / 1_000_000
+        return max(Int(sinceMs) * 32 + lead - inPipe, 0) & ~1
     }
 
     /// 20 ms of the room every 20 ms of wall time, into the pipe while it holds less than the
