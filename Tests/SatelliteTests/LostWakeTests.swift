@@ -111,10 +111,10 @@ struct LostWakeTests {
         room.say(wake + question)
         let secondAsked = try #require(await arbiter.nextAsked())
         #expect(secondAsked.wakeNs > first.wakeNs)
-        #expect(turns.started.load(ordering: .relaxed) == 0, "the lost wake started no turn")
         var answered = turns.heard.makeAsyncIterator()
         let heard = try #require(await answered.next())
-        #expect(turns.started.load(ordering: .relaxed) == 1)
+        // One turn, the won wake's (it may already run as the arbiter returns): the lost one started none.
+        #expect(turns.started.load(ordering: .relaxed) == 1, "the lost wake started no turn")
         // The question was said 200 ms after the word: the turn's first second holds most of it.
         let loud = stride(from: 0, to: heard.count, by: 1280).filter { start in
             let frame = heard[start..<min(start + 1280, heard.count)]
