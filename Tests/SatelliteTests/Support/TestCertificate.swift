@@ -2,6 +2,7 @@
 // self-signed reverse proxy in front of Parlour would have, and the SHA-256
 // of its public key computed by openssl too (not by the code under test).
 import Foundation
+import TestSupport
 
 struct TestCertificate: Sendable {
     let certificate: String
@@ -13,26 +14,18 @@ struct TestCertificate: Sendable {
     static func make(name: String = "den.local", subjectAltName: String? = nil) throws -> TestCertificate {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cert-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        let certificate = dir + "/cert.pem", privateKey = dir + "/key.pem"
+        let certificate = dir + "/cert.pem", privateKey = dir + "/key.pem", digest = dir + "/key.sha256"
         try shell("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=\(name)"
                   + (subjectAltName.map { " -addext subjectAltName=\($0)" } ?? "")
                   + " -keyout \(privateKey) -out \(certificate) 2>/dev/null")
-        let digest = try shell("openssl x509 -in \(certificate) -pubkey -noout | openssl pkey -pubin -outform der"
-                               + " | openssl dgst -sha256 -binary | base64")
-        return TestCertificate(certificate: certificate, privateKey: privateKey, key: "sha256/" + digest)
+        try shell("openssl x509 -in \(certificate) -pubkey -noout | openssl pkey -pubin -outform der"
+                  + " | openssl dgst -sha256 -binary | base64 > \(digest)")
+        let key = try String(contentsOfFile: digest, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        return TestCertificate(certificate: certificate, privateKey: privateKey, key: "sha256/" + key)
     }
 
-    @discardableResult
-    private static func shell(_ command: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = ["-c", "set -o pipefail; " + command]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw TestFailure("openssl failed: \(command)") }
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    /// Through Spawn (waitpid), not Foundation's Process, whose wait once held both of the pool's threads.
+    private static func shell(_ command: String) throws {
+        try Spawn.run("bash", package: "bash", ["-c", "set -o pipefail; " + command])
     }
 }
