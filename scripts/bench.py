@@ -163,7 +163,7 @@ FIGURES = [
     Figure("barge_rate_0", "Wake word over an answer, heard (wake local): echo 0 dB over the talker", "", 2),
     Figure("barge_rate_6", "… echo 6 dB over the talker", "", 2),
     Figure("barge_rate_12", "… echo 12 dB over the talker", "", 2),
-    Figure("barge_server_6", "… wake server (the test server's stand-in wake): echo 6 dB over the talker", "", 2),
+    Figure("barge_server_6", "… wake server (the test server's reference detector): echo 6 dB over the talker", "", 2),
     Figure("barge_stop_ms", "The wake's decision over an answer to playback stopped (wake local)", "ms", 1, "p5–p95"),
     Figure("echo_cpu_on", "CPU per minute while an answer plays, echoCancel on (utime+stime)", "s/min", 3),
     Figure("echo_cpu_off", "… echoCancel off", "s/min", 3),
@@ -1581,7 +1581,7 @@ def aims():
         judge(f"… and from the first half second of a later answer, wake {wake}", median(f"erle_{wake}_later_db"),
               lambda v: v >= 25, " dB")
     judge("The wake word over an answer at 6 dB: nine times in ten (wake local)", median("barge_rate_6"), lambda v: v >= 0.9)
-    judge("… the same with wake server (the test server's stand-in wake)", median("barge_server_6"), lambda v: v >= 0.9)
+    judge("… the same with wake server (the test server's reference detector)", median("barge_server_6"), lambda v: v >= 0.9)
     judge("Playback stopped within 150 ms of the detection", median("barge_stop_ms"), lambda v: v < 150, " ms")
     judge("The processing under 3 % of one core (on less off)",
           None if median("echo_cpu_on") is None or median("echo_cpu_off") is None

@@ -86,7 +86,9 @@ DEFAULT_KNOBS: dict[str, Any] = {
     "audioFile": None,  # the path of a WAV sent as it is instead of the tone (speech, for the echo tests)
     # Hearing: a frame is loud when RMS/32768 >= loudThreshold.
     "loudThreshold": 0.012,
-    "wake": "loud",  # "loud": a loud stretch of wakeMs is the wake word; "never"
+    # "loud": a loud stretch of wakeMs is the wake word; "word": "okay nabu", heard by the reference
+    # detector (pymicro_wakeword, as a server that runs microWakeWord on the stream); "never"
+    "wake": "loud",
     "wakeMs": 240,
     # A wake word begins an utterance: the loud stretch counts only after this much quiet on the
     # socket (from its opening), so the rest of a question (a satellite that reopened its socket
@@ -608,6 +610,27 @@ class Endpointer:
         return "done" if total >= self.knobs["maxUtteranceMs"] else "listening"
 
 
+class WordEar:
+    """The wake word as a server that runs microWakeWord on the stream hears it: okay_nabu through the
+    reference (pymicro_wakeword), started afresh after each wake."""
+
+    def __init__(self) -> None:
+        from pymicro_wakeword import MicroWakeWord, MicroWakeWordFeatures, Model
+
+        self.model = MicroWakeWord.from_builtin(Model.OKAY_NABU)
+        self.frontend = MicroWakeWordFeatures()
+        self.fresh = MicroWakeWordFeatures
+
+    def heard(self, frame: bytes) -> bool:
+        woke = False
+        for features in self.frontend.process_streaming(frame):
+            woke = self.model.process_streaming(features) or woke
+        if woke:
+            self.model.reset()
+            self.frontend = self.fresh()
+        return woke
+
+
 class Listener:
     """One /listen connection: the frame cutter, the push buffer, and the voice session's states."""
 
@@ -621,6 +644,7 @@ class Listener:
         self.speaking = False  # set from the reply until speakingHoldMs after the WAV, or "spoke"
         self.speaking_timer: asyncio.TimerHandle | None = None
         self.loud_run = 0  # the stand-in wake word detector
+        self.word: WordEar | None = None  # the reference detector, with wake "word"
         self.quiet_run = 0  # quiet frames before it, for wakeAfterQuietMs
         self.endpointer: Endpointer | None = None
         self.wav_sent_at: float | None = None
@@ -729,9 +753,14 @@ class Listener:
                 return
             self.quiet_run = 0 if loud else self.quiet_run + 1
             self.loud_run = self.loud_run + 1 if loud else 0
-            needed = math.ceil(self.knobs["wakeMs"] / FRAME_MS)
-            if self.knobs["wake"] != "loud" or self.loud_run < needed:
-                return
+            if self.knobs["wake"] == "word":
+                self.word = self.word or WordEar()
+                if not self.word.heard(frame):
+                    return
+            else:
+                needed = math.ceil(self.knobs["wakeMs"] / FRAME_MS)
+                if self.knobs["wake"] != "loud" or self.loud_run < needed:
+                    return
             self.loud_run = 0
             if self.knobs["muted"]:
                 self.log("event", event="wake ignored: muted")
