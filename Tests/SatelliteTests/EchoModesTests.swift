@@ -93,7 +93,7 @@ struct EchoModesTests {
             let processed = mean(levels[from...].map(\.dbfs)), heard = mean(Array(heardLevels[from...]))
             echo.append(heard)
             let erle = heard - processed
-            if erle < 15 {
+            if erle < 25 {
                 print("answer \(turn + 1), every 100 ms: processed \(levels.map { Int($0.dbfs) }) dBFS, heard \(heardLevels.map { Int($0) }) dBFS")
             }
             if turn == 0 { figures.first = erle } else { figures.second = erle }
@@ -101,7 +101,7 @@ struct EchoModesTests {
         figures.echoDBFS = echo.max() ?? -120
         figures.speakerOpenings = daemon.stderr.components(separatedBy: "The speaker is kept open while the echo is cancelled").count - 1
         figures.microphoneOpenings = daemon.stderr.components(separatedBy: "The microphone is kept open while the echo is cancelled").count - 1
-        if await daemon.stop() != 0 || figures.first < 15 || figures.second < 15 || figures.microphoneOpenings != 1 { print(daemon.stderr) }
+        if await daemon.stop() != 0 || figures.first < 15 || figures.second < 25 || figures.microphoneOpenings != 1 { print(daemon.stderr) }
         print("ERLE, \(room.testDescription), wake \(wake): first answer \(SignalLevel.rounded(figures.first)) dB, "
               + "second \(SignalLevel.rounded(figures.second)) dB (echo at \(SignalLevel.rounded(figures.echoDBFS)) dBFS)")
         return figures
@@ -122,9 +122,10 @@ struct EchoModesTests {
 
     // The aim is 25 dB for both (scripts/bench measures it, on a release build). 15 leaves room for a
     // loaded machine, and cancelling that did nothing gives 0. A later answer short of 25 is recorded as
-    // known: in the reverberant room it has given 18.8 to 34.2 on a debug build, in every mode, and why
-    // it falls short when it does is not yet found (docs/echo-cancel.md). What kept it far short before
-    // (a turn that opened the microphone afresh: 10.9 to 19.4) is checked by the microphone's openings.
+    // known: in the reverberant room it has been seen once in 14 runs since WebRTC's canceller starts
+    // afresh with each answer, for a reason not yet found (docs/echo-cancel.md); the answer's audio
+    // is printed then. What kept it far short before (a turn that opened the microphone afresh: 10.9
+    // to 19.4) is checked by the microphone's openings.
     static let known: Comment = "a later answer in the reverberant room is sometimes short of 25 dB (docs/echo-cancel.md)"
     @Test("the echo is cancelled from two seconds into the first answer and half a second into the next",
           arguments: ["push", "local", "server"])

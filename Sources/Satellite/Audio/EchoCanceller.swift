@@ -194,11 +194,11 @@ public final class EchoCanceller {
     /// A fresh WebRTC processor adds comfort noise (about -80 dBFS) for its first 400 ms, until it has
     /// learnt the room's floor; half a second of silence first (about 2 ms of work) keeps it out
     /// of the first words and of a meter's first reading.
-    private func warmUp() {
+    private func warmUp(_ processors: [OpaquePointer?]? = nil) {
         var silence = [Int16](repeating: 0, count: Self.block)
         for _ in 0..<50 {
             silence.withUnsafeMutableBufferPointer { block in
-                for apm in [aec, cleanup] {
+                for apm in processors ?? [aec, cleanup] {
                     guard let apm else { continue }
                     _ = parlour_apm_far(apm, block.baseAddress!)
                     block.update(repeating: 0)
@@ -206,6 +206,17 @@ public final class EchoCanceller {
                 }
             }
         }
+    }
+
+    /// A fresh WebRTC canceller for a sound that starts after the tail ran out (an answer, a cue).
+    /// Kept from one answer to the next, it sometimes drifted off a reverberant room's echo seconds
+    /// into the next (BENCHMARKS.md, "A room with an echo"); what holds the room is speexdsp's filter
+    /// and the measured delay, which are kept, so a fresh one has little left to learn.
+    private func freshSuppressor() {
+        guard let fresh = parlour_apm_create(suppression, 0) else { return }  // the one it has, then
+        parlour_apm_destroy(aec)
+        aec = fresh
+        warmUp([aec])
     }
 
     /// Whether the speaker's writes are wanted now: as the reference, or, with cancelling switched
@@ -320,6 +331,7 @@ public final class EchoCanceller {
         while pendingNear.count - at >= Self.block {
             near.replaceSubrange(0..<Self.block, with: pendingNear[at..<at + Self.block])
             let playing = pendingFar[at..<at + Self.block].contains { $0 != 0 }
+            if playing, tail.idle, aec != nil { freshSuppressor() }
             if let speex, tail.active(playing: playing, count: Self.block) {
                 pendingFar.withUnsafeBufferPointer { far in
                     speex_echo_cancellation(speex, near, far.baseAddress! + at, &out)
