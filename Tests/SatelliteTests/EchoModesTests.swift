@@ -122,7 +122,7 @@ struct EchoModesTests {
 
     // The aim is 25 dB for both (scripts/bench measures it, on a release build). 15 leaves room for a
     // loaded machine, and cancelling that did nothing gives 0. A later answer short of 25 is recorded as
-    // known: in the reverberant room it has been seen once in 14 runs since WebRTC's canceller starts
+    // known: in the reverberant room it has been seen once in 16 runs since WebRTC's canceller starts
     // afresh with each answer, for a reason not yet found (docs/echo-cancel.md); the answer's audio
     // is printed then. What kept it far short before (a turn that opened the microphone afresh: 10.9
     // to 19.4) is checked by the microphone's openings.
