@@ -48,6 +48,9 @@ final class WakeWordEar: CaptureSink, @unchecked Sendable {
         AudioEngine.shared.owner.assertCurrent()
         // The state may have moved since the service last looked; it closes the ear soon after.
         guard gate.state.withLock({ $0.listens }) else { return .stop }
+        // When the period came, before the model's time on it, which differs from one machine (and
+        // one moment's load) to the next: siblings compare these.
+        let came = MonotonicClock.nanoseconds()
         let heard: WakeWordEngine.Wake?
         do {
             heard = try engine.hear(samples)
@@ -64,7 +67,7 @@ final class WakeWordEar: CaptureSink, @unchecked Sendable {
         // Siblings compare when each heard the word, and a period's end is up to a period after the
         // frame that decided it: the frame's own time is the period's end less the samples after it.
         let after = UInt64(max(samples.count - max(heard.end, 0), 0)) * 1_000_000_000 / 16_000
-        wake = (heard.probability, level.dBFS, now, now >= after ? now - after : 0)
+        wake = (heard.probability, level.dBFS, now, came >= after ? came - after : 0)
         // The turn's audio starts where the deciding frame ended, not at the top of the period.
         return .handOver(keeping: heard.end < samples.count ? Array(samples[heard.end...]) : nil)
     }
