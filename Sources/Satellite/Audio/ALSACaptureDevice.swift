@@ -216,14 +216,13 @@ public final class ALSACaptureDevice: AudioEngineSide, @unchecked Sendable {
     public func release() {
         guard keeps else { return stop() }
         let old = consumer.withLock { c -> Consumer in
-            guard case .none = c else {
-                defer {
-                    c = .kept
-                    consumerID.store(-1, ordering: .relaxed)
-                }
-                return c
+            // Neither a consumer nor kept (none): nothing to let go.
+            if case .none = c { return .none }
+            defer {
+                c = .kept
+                consumerID.store(-1, ordering: .relaxed)
             }
-            return .none
+            return c
         }
         let (stream, sink) = Self.parts(of: old)
         stream?.finish()
