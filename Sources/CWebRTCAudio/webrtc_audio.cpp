@@ -1,7 +1,11 @@
 // The C side of webrtc_audio.h: WebRTC's AudioProcessing with its echo canceller
-// (extended filter, delay-agnostic, at the suppression asked) and adaptive
-// digital gain, each only when asked. Noise suppression is the project's own
-// (SatelliteCore's NoiseSuppressor says why).
+// (extended filter, at the suppression asked) and adaptive digital gain, each
+// only when asked. Noise suppression is the project's own (SatelliteCore's
+// NoiseSuppressor says why). Not delay-agnostic: the reference comes aligned by
+// the satellite's own measurement, and a fresh canceller that looked for a
+// delay of its own cancelled about 22 dB for an answer's first second, with
+// bursts of none, where one that trusts the alignment had 30 dB within half a
+// second (BENCHMARKS.md, "A room with an echo").
 #include "webrtc_audio.h"
 
 #include <webrtc/modules/audio_processing/include/audio_processing.h>
@@ -21,7 +25,7 @@ extern "C" parlour_apm *parlour_apm_create(int echo_cancel, int auto_gain) {
     if (!echo_cancel && !auto_gain) return nullptr;
     webrtc::Config config;
     config.Set<webrtc::ExtendedFilter>(new webrtc::ExtendedFilter(true));
-    config.Set<webrtc::DelayAgnostic>(new webrtc::DelayAgnostic(true));
+    config.Set<webrtc::DelayAgnostic>(new webrtc::DelayAgnostic(false));
     webrtc::AudioProcessing *apm = webrtc::AudioProcessing::Create(config);
     if (!apm) return nullptr;
     bool ok = apm->high_pass_filter()->Enable(true) == 0;
