@@ -212,7 +212,7 @@ public final class EchoCanceller {
     /// Kept from one answer to the next, it sometimes drifted off a reverberant room's echo seconds
     /// into the next (BENCHMARKS.md, "A room with an echo"); what holds the room is speexdsp's filter
     /// and the measured delay, which are kept, so a fresh one has little left to learn.
-    private func freshSuppressor() {
+    private func freshCanceller() {
         guard let fresh = parlour_apm_create(suppression, 0) else { return }  // the one it has, then
         parlour_apm_destroy(aec)
         aec = fresh
@@ -331,7 +331,7 @@ public final class EchoCanceller {
         while pendingNear.count - at >= Self.block {
             near.replaceSubrange(0..<Self.block, with: pendingNear[at..<at + Self.block])
             let playing = pendingFar[at..<at + Self.block].contains { $0 != 0 }
-            if playing, tail.idle, aec != nil { freshSuppressor() }
+            if playing, tail.idle, aec != nil { freshCanceller() }
             if let speex, tail.active(playing: playing, count: Self.block) {
                 pendingFar.withUnsafeBufferPointer { far in
                     speex_echo_cancellation(speex, near, far.baseAddress! + at, &out)
