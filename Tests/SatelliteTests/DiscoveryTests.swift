@@ -55,6 +55,31 @@ struct DiscoveryTests {
         }
     }
 
+    @Test("a server whose host has no address yet is said once, and found once its address comes", .timeLimit(.minutes(1)))
+    func hostWithoutAddress() async throws {
+        _ = try RealAvahi()
+        let name = "Parlour on loft \(UUID().uuidString.prefix(6))"
+        let host = "loft-\(UUID().uuidString.prefix(6).lowercased()).local"
+        try await withDiscovery { discovery, notices in
+            // Its SRV record names a host nobody answers for: Avahi's resolver gives up after a few seconds.
+            let service = try await AvahiPublisher.start(name: name, port: 8768, txt: ["role=server"], host: host)
+            let said = await notices.next { $0.message.hasPrefix("Bonjour shows \"\(name)\"") }
+            #expect(said?.priority == .notice)
+            #expect(said?.message.contains("its address cannot be found") == true, "\(said?.message ?? "")")
+            #expect(await discovery.servers.contains { $0.name == name } == false)
+
+            // The host wakes: the record is looked up again, without being announced afresh.
+            let address = try await AvahiPublisher.address(host: host, "198.51.100.7")
+            let list = await discovery.first { $0.contains { $0.name == name } }
+            #expect(list.first { $0.name == name }?.addresses == ["198.51.100.7"])
+            _ = await notices.next { $0.message.hasPrefix("Found the Parlour server \"\(name)\"") }
+            // Once for the name, though its IPv4 and IPv6 records both failed.
+            #expect(notices.seen.filter { $0.message.hasPrefix("Bonjour shows \"\(name)\"") }.count == 1)
+            await address.stop()
+            await service.stop()
+        }
+    }
+
     @Test("a server that stops advertising leaves the list, with a journal line", .timeLimit(.minutes(1)))
     func withdrawnServerIsRemoved() async throws {
         let avahi = try RealAvahi()

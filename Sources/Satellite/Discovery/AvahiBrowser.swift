@@ -48,6 +48,9 @@ public final class AvahiBrowser: @unchecked Sendable {
         case failed(AvahiError)
         /// The name `advertise` is announced under now, after any rename on a clash; nil when withdrawn.
         case advertised(String?)
+        /// The record is browsed but does not resolve (its host's address does not come, and Avahi gave up
+        /// after a few seconds): said once, and tried again at growing gaps until it resolves or goes.
+        case unresolved(Record, AvahiError)
     }
 
     /// A service to announce under the browser's type.
@@ -81,6 +84,11 @@ public final class AvahiBrowser: @unchecked Sendable {
     private var client: OpaquePointer?
     private var reconnectTimer: OpaquePointer?
     private var resolvers: [Record: OpaquePointer] = [:]
+    /// Records browsed that did not resolve: tried again at the retry timer's tick `due`, `gap` ticks after the last try.
+    private var unresolved: [Record: (due: Int, gap: Int)] = [:]
+    private var retryTimer: OpaquePointer?
+    private var retryArmed = false
+    private var ticks = 0
     /// Said once each time the records followed reach `limit`.
     private var overflowSaid = false
     /// What `advertise` asks for last, and the pipe that tells the poll thread (made in `start()`).
@@ -140,6 +148,10 @@ public final class AvahiBrowser: @unchecked Sendable {
             let me = AvahiBrowser.from(userdata)
             me.turn { me.connect() }
         }, me.toOpaque())
+        retryTimer = api.pointee.timeout_new(api, nil, { _, userdata in
+            let me = AvahiBrowser.from(userdata)
+            me.turn { me.retry() }
+        }, me.toOpaque())
         arm(afterMilliseconds: 0)
         heartbeat = Heartbeat(thread, serves: serves, bound: .seconds(60),
                               wake: AvahiBrowser.waker(poll, me))
@@ -166,10 +178,12 @@ public final class AvahiBrowser: @unchecked Sendable {
         client = nil
         group = nil
         resolvers.removeAll()
+        unresolved.removeAll()
         avahi_threaded_poll_free(poll)
         self.poll = nil
         closeWakePipe()
         reconnectTimer = nil
+        retryTimer = nil
         continuation.finish()
         retained?.release()
         retained = nil
@@ -241,6 +255,7 @@ public final class AvahiBrowser: @unchecked Sendable {
         group = nil
         announce(nil)
         resolvers.removeAll()
+        unresolved.removeAll()
         guard let poll else { return }
         var error: Int32 = 0
         let made = avahi_client_new(avahi_threaded_poll_get(poll), AVAHI_CLIENT_NO_FAIL, { client, state, userdata in
@@ -300,46 +315,12 @@ public final class AvahiBrowser: @unchecked Sendable {
     private func browsed(_ event: AvahiBrowserEvent, _ record: Record) {
         switch event {
         case AVAHI_BROWSER_NEW:
-            guard let client else { return }
             if let stale = resolvers.removeValue(forKey: record) { avahi_service_resolver_free(stale) }
-            if follow, resolvers.count >= limit {
-                if !overflowSaid {
-                    overflowSaid = true
-                    continuation.yield(.failed(AvahiError(function: "avahi_service_resolver_new", code: Int32(AVAHI_ERR_TOO_MANY_OBJECTS))))
-                }
-                return
-            }
-            overflowSaid = false
-            // Resolving over the record's own protocol gives its A or AAAA record,
-            // so a service seen over IPv4 and IPv6 yields both addresses.
-            let resolver = avahi_service_resolver_new(
-                client, record.interface, record.proto, record.name, record.type, record.domain, record.proto,
-                AvahiLookupFlags(0),
-                { resolver, interface, proto, event, name, type, domain, host, address, port, txt, flags, userdata in
-                    let me = AvahiBrowser.from(userdata)
-                    me.turn {
-                        let record = Record(interface: interface, proto: proto, name: string(name), type: string(type), domain: string(domain))
-                        if event == AVAHI_RESOLVER_FOUND, let address {
-                            let interfaceName = AvahiBrowser.interfaceName(interface)
-                            me.continuation.yield(.found(DiscoveredServer(
-                                name: record.name, host: string(host), port: Int(port),
-                                addresses: [AvahiBrowser.text(address, interface: interfaceName)],
-                                txt: DiscoveredServer.txtRecord(AvahiBrowser.strings(txt)), interface: interfaceName),
-                                record: record, own: flags.rawValue & AVAHI_LOOKUP_RESULT_OUR_OWN.rawValue != 0))
-                            if me.follow { return }
-                        }
-                        // A failed resolution (the service vanished, or timed out) is left for REMOVE to report.
-                        me.resolvers.removeValue(forKey: record)
-                        avahi_service_resolver_free(resolver)
-                    }
-                }, userdata)
-            if let resolver {
-                resolvers[record] = resolver
-            } else {
-                continuation.yield(.failed(AvahiError(function: "avahi_service_resolver_new", code: avahi_client_errno(client))))
-            }
+            unresolved.removeValue(forKey: record)
+            resolve(record)
         case AVAHI_BROWSER_REMOVE:
             if let pending = resolvers.removeValue(forKey: record) { avahi_service_resolver_free(pending) }
+            unresolved.removeValue(forKey: record)
             continuation.yield(.removed(record))
         case AVAHI_BROWSER_FAILURE:
             // A lost daemon also fails the browser; the client's FAILURE reports that one.
@@ -349,6 +330,74 @@ public final class AvahiBrowser: @unchecked Sendable {
         default:
             break  // CACHE_EXHAUSTED and ALL_FOR_NOW: nothing to do.
         }
+    }
+
+    private func resolve(_ record: Record) {
+        guard let client else { return }
+        if follow, resolvers.count >= limit {
+            if !overflowSaid {
+                overflowSaid = true
+                continuation.yield(.failed(AvahiError(function: "avahi_service_resolver_new", code: Int32(AVAHI_ERR_TOO_MANY_OBJECTS))))
+            }
+            return
+        }
+        overflowSaid = false
+        // Resolving over the record's own protocol gives its A or AAAA record,
+        // so a service seen over IPv4 and IPv6 yields both addresses.
+        let resolver = avahi_service_resolver_new(
+            client, record.interface, record.proto, record.name, record.type, record.domain, record.proto,
+            AvahiLookupFlags(0),
+            { resolver, interface, proto, event, name, type, domain, host, address, port, txt, flags, userdata in
+                let me = AvahiBrowser.from(userdata)
+                me.turn {
+                    let record = Record(interface: interface, proto: proto, name: string(name), type: string(type), domain: string(domain))
+                    if event == AVAHI_RESOLVER_FOUND, let address {
+                        me.unresolved.removeValue(forKey: record)
+                        let interfaceName = AvahiBrowser.interfaceName(interface)
+                        me.continuation.yield(.found(DiscoveredServer(
+                            name: record.name, host: string(host), port: Int(port),
+                            addresses: [AvahiBrowser.text(address, interface: interfaceName)],
+                            txt: DiscoveredServer.txtRecord(AvahiBrowser.strings(txt)), interface: interfaceName),
+                            record: record, own: flags.rawValue & AVAHI_LOOKUP_RESULT_OUR_OWN.rawValue != 0))
+                        if me.follow { return }
+                    } else if let client = me.client {
+                        // Still browsed (a record that goes is REMOVEd, which frees its resolver first): try again later.
+                        me.failedToResolve(record, AvahiError(function: "avahi_service_resolver", code: avahi_client_errno(client)))
+                    }
+                    me.resolvers.removeValue(forKey: record)
+                    avahi_service_resolver_free(resolver)
+                }
+            }, userdata)
+        if let resolver {
+            resolvers[record] = resolver
+        } else {
+            continuation.yield(.failed(AvahiError(function: "avahi_service_resolver_new", code: avahi_client_errno(client))))
+        }
+    }
+
+    /// Tries `record` again after a gap that doubles from one tick (5 s) to 60 (5 min); says so the first
+    /// time for its name (one name has a record for each protocol and interface).
+    private func failedToResolve(_ record: Record, _ error: AvahiError) {
+        if !unresolved.keys.contains(where: { $0.name == record.name }) { continuation.yield(.unresolved(record, error)) }
+        let gap = unresolved[record].map { min($0.gap * 2, 60) } ?? 1
+        unresolved[record] = (ticks + gap, gap)
+        armRetry()
+    }
+
+    private func armRetry() {
+        guard !retryArmed, !unresolved.isEmpty, let poll, let retryTimer else { return }
+        retryArmed = true
+        let api = avahi_threaded_poll_get(poll)!
+        var when = timeval()
+        avahi_elapse_time(&when, 5000, 0)
+        api.pointee.timeout_update(retryTimer, &when)
+    }
+
+    private func retry() {
+        retryArmed = false
+        ticks += 1
+        for (record, (due, _)) in unresolved where due <= ticks && resolvers[record] == nil { resolve(record) }
+        armRetry()
     }
 
     // MARK: Advertising (poll thread)

@@ -92,9 +92,17 @@ public actor Discovery {
             daemon(available: ok, reason: reason)
         case .failed(let error):
             bus.notice(.warning, "Bonjour browsing went wrong: \(error).", ["avahi.function": error.function])
+        case .unresolved(let record, let error):
+            bus.notice(.notice, Self.unresolvedSentence(record, error), ["server.name": record.name, "avahi.function": error.function])
         case .advertised:
             break  // Discovery advertises nothing.
         }
+    }
+
+    /// What the journal says of a record that does not resolve, for servers and siblings alike.
+    static func unresolvedSentence(_ record: AvahiBrowser.Record, _ error: AvahiError) -> String {
+        "Bonjour shows \"\(record.name)\" (\(record.type)), but its address cannot be found (\(error)). "
+            + "Its host may be asleep or its announcement stale; it is looked up again, less often the longer this lasts."
     }
 
     /// Says so when the daemon comes or goes (not when it stays as it was). A lost

@@ -143,6 +143,8 @@ public actor SiblingDirectory: SiblingRoster {
             }
         case .failed(let error):
             bus.notice(.warning, "Bonjour went wrong for the siblings: \(error).", ["avahi.function": error.function])
+        case .unresolved(let record, let error):
+            bus.notice(.notice, Discovery.unresolvedSentence(record, error), ["sibling.unresolved": record.name, "avahi.function": error.function])
         case .advertised(let advertised):
             announced = advertised
             if let advertised {
