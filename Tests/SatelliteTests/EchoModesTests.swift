@@ -32,6 +32,8 @@ struct EchoModesTests {
     struct Figures {
         var first = 0.0, second = 0.0, echoDBFS = 0.0
         var speakerOpenings = 0, microphoneOpenings = 0
+        /// What moved the room's echo path over each answer (and, for the second, since the first).
+        var moved: [EchoRoom.Glitches] = []
     }
 
     /// Two answers in `room` with `wake`; each turn asked as that mode asks one.
@@ -63,6 +65,7 @@ struct EchoModesTests {
         let question = Speech.samples(try await Speech.raw("what is the weather like", before: 0.3, after: 1.5))
         var figures = Figures()
         var echo: [Double] = []
+        var since: EchoRoom.Glitches?
         for turn in 0..<2 {
             // The server's wake hears the room; otherwise the turn is pushed, as parlourctl listen does.
             var listen: Task<Finished, any Error>?
@@ -72,12 +75,16 @@ struct EchoModesTests {
             }
             echoRoom.say(question)
             #expect(await watcher.next { $0["event"] == "state" && $0["state"] == "speaking" } != nil, "turn \(turn) is answered")
+            if since == nil { since = echoRoom.glitches }
             let levels = await meter(daemon, seconds: 7)
             if let listen {
                 let listened = try await listen.value
                 #expect(listened.status == 0, "listen: \(listened.out) \(listened.err)")
             }
             #expect(await watcher.state("idle") != nil)
+            let now = echoRoom.glitches
+            figures.moved.append(now.since(since ?? now))
+            since = now
             // What the room put into the microphone in each window: it is read `holdMs` after it was written.
             let hold = Duration.milliseconds(echoRoom.holdMs)
             let heardLevels = levels.map { echoRoom.heardDBFS(from: $0.at - .milliseconds(100) - hold, to: $0.at - hold) ?? -120 }
@@ -101,9 +108,10 @@ struct EchoModesTests {
         figures.echoDBFS = echo.max() ?? -120
         figures.speakerOpenings = daemon.stderr.components(separatedBy: "The speaker is kept open while the echo is cancelled").count - 1
         figures.microphoneOpenings = daemon.stderr.components(separatedBy: "The microphone is kept open while the echo is cancelled").count - 1
-        if await daemon.stop() != 0 || figures.first < 15 || figures.second < 25 || figures.microphoneOpenings != 1 { print(daemon.stderr) }
+        if await daemon.stop() != 0 || figures.first < 25 || figures.second < 25 || figures.microphoneOpenings != 1 { print(daemon.stderr) }
         print("ERLE, \(room.testDescription), wake \(wake): first answer \(SignalLevel.rounded(figures.first)) dB, "
-              + "second \(SignalLevel.rounded(figures.second)) dB (echo at \(SignalLevel.rounded(figures.echoDBFS)) dBFS)")
+              + "second \(SignalLevel.rounded(figures.second)) dB (echo at \(SignalLevel.rounded(figures.echoDBFS)) dBFS); "
+              + "the room: \(figures.moved.map(\.description).joined(separator: "; then "))")
         return figures
     }
 
@@ -120,28 +128,33 @@ struct EchoModesTests {
         return levels
     }
 
-    // The aim is 25 dB for both (scripts/bench measures it, on a release build). 15 leaves room for a
-    // loaded machine, and cancelling that did nothing gives 0. A later answer short of 25 is recorded as
-    // known: in the reverberant room CI has seen 14.6 to 23 dB, and the two causes found since (WebRTC's
-    // canceller kept from the answer before, then looking for a delay of its own) are not yet proven the
-    // only ones (docs/echo-cancel.md); the answer's levels and the journal are printed then. What kept
-    // it far short before (a turn that opened the microphone afresh: 10.9 to 19.4) is checked by the
-    // microphone's openings.
-    static let known: Comment = "a later answer in the reverberant room is sometimes short of 25 dB (docs/echo-cancel.md)"
+    // The aim, 25 dB, is asked of each answer over which the room held its echo's path. The test room
+    // can move it as a room on one card never does: a period its late reader no longer found (lost), or
+    // its FIFO found empty (the reader may have been given silence). A card would report either as an
+    // overrun, and the daemon would measure the delay again; here nothing tells it, and the cancellers
+    // are off the echo until they learn it again (one 20 ms loss took a later answer to 8 dB). Such an
+    // answer is recorded, not failed. (Before the room held its path through a late sox and a late
+    // reader, CI saw later answers of 14.6 to 23 dB in the reverberant room: docs/echo-cancel.md.)
+    static func expectAim(_ erle: Double, room moved: EchoRoom.Glitches?, _ what: String) {
+        guard let moved, moved.movesPath else {
+            #expect(erle >= 25, "\(what): \(erle) dB")
+            return
+        }
+        withKnownIssue("the test room moved the echo's path: \(moved)", isIntermittent: true) { #expect(erle >= 25, "\(what): \(erle) dB") }
+    }
+
     @Test("the echo is cancelled from two seconds into the first answer and half a second into the next",
           arguments: ["push", "local", "server"])
     func everyMode(_ wake: String) async throws {
         for room in Self.rooms {
             let figures = try await Self.measure(room, wake: wake)
             #expect(figures.echoDBFS > -45, "the echo was heard: \(figures.echoDBFS) dBFS")
-            #expect(figures.first >= 15, "\(room.testDescription), wake \(wake): first answer \(figures.first) dB")
+            Self.expectAim(figures.first, room: figures.moved.first, "\(room.testDescription), wake \(wake): first answer")
+            Self.expectAim(figures.second, room: figures.moved.last, "\(room.testDescription), wake \(wake): second answer")
             // One speaker and one microphone for both answers, their cues and every turn: opened once, at
             // the start, and kept open.
             #expect(figures.speakerOpenings == 1, "the speaker was opened to be kept \(figures.speakerOpenings) times")
             #expect(figures.microphoneOpenings == 1, "the microphone was opened to be kept \(figures.microphoneOpenings) times")
-            let second = "\(room.testDescription), wake \(wake): second answer \(figures.second) dB"
-            #expect(figures.second >= 15, "\(second)")
-            withKnownIssue(Self.known, isIntermittent: true) { #expect(figures.second >= 25, "\(second)") }
         }
     }
 
@@ -150,8 +163,7 @@ struct EchoModesTests {
         var room = Self.rooms[1]
         room.inverted = true
         let figures = try await Self.measure(room, wake: "push")
-        #expect(figures.first >= 15, "first answer \(figures.first) dB")
-        #expect(figures.second >= 15, "second answer \(figures.second) dB")
-        withKnownIssue(Self.known, isIntermittent: true) { #expect(figures.second >= 25, "second answer \(figures.second) dB") }
+        Self.expectAim(figures.first, room: figures.moved.first, "first answer")
+        Self.expectAim(figures.second, room: figures.moved.last, "second answer")
     }
 }

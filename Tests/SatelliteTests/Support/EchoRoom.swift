@@ -2,12 +2,14 @@
 // a FIFO, what it played goes through a real `sox` (reverb, and quieter) and
 // comes back into the microphone's FIFO `delayMs` later, under whatever the
 // test says into the room. Each answer's echo starts `delayMs` after its first
-// sound, once the speaker has been quiet for 300 ms, as a card on one clock
-// keeps its delay: with 40 ms in hand and the first answer's start kept for the
-// room's life, a late read of the speaker's FIFO or of sox ran the echo dry and
-// the path grew by what was missing (scripts/bench_echo.py's room, the same).
-// One thread of its own paces the room at 20 ms, as MicFeeder's live room
-// does: what nobody reads is gone. Easy to get wrong:
+// sound, once the speaker has been quiet for 300 ms, and the path then holds,
+// as a room's does on a card with one clock, whatever this thread's load: echo
+// that sox has not given back by the time it is due is owed, and dropped when
+// it comes (kept, it grew the path by what was late); a microphone's reader
+// that is late finds what it missed waiting, up to the hold (dropped, it
+// shortened the path by what it missed; EchoModesTests saw a later answer fall
+// to 8 dB after one such 20 ms). Only what nobody reads is gone. The room counts
+// each (`glitches`). One thread of its own paces the room at 20 ms. Easy to get wrong:
 // both FIFOs are held read-write and non-blocking, so neither the daemon's open
 // nor a device closing ever blocks or kills anything; and sox is fed and read
 // without blocking, its output taken as it comes.
@@ -47,9 +49,30 @@ final class EchoRoom: Sendable {
         var heardAt = ContinuousClock.now
         /// The energy (sum of squares, full scale 1) of each 20 ms period written into the microphone, and when.
         var written: [(at: ContinuousClock.Instant, energy: Double)] = []
+        /// What moved the echo's path, as a card on one clock never would: echo samples that were not
+        /// back from sox in time (the path grew by them), periods not written because the reader was
+        /// behind (it lost them), and writes that found the microphone's FIFO empty (its reader may have
+        /// been given silence, and the path grew).
+        var glitches = Glitches()
+        /// Echo samples that were due while sox had not given them back: dropped when they come, so
+        /// the path stays where it was, as a room's does.
+        var owed = 0
         /// Who waits for `echoed` to reach a count (`echoed(atLeast:)`).
         var waiting: [(count: Int, resume: CheckedContinuation<Void, Never>)] = []
     }
+
+    struct Glitches: Sendable, CustomStringConvertible {
+        var echoShort = 0, skipped = 0, empty = 0
+        func since(_ before: Glitches) -> Glitches {
+            Glitches(echoShort: echoShort - before.echoShort, skipped: skipped - before.skipped, empty: empty - before.empty)
+        }
+        /// Whether the path moved: what was owed of the echo did not move it.
+        var movesPath: Bool { skipped > 0 || empty > 0 }
+        var description: String { "echo short \(echoShort) samples, \(skipped) periods lost unread, FIFO found empty \(empty) times" }
+    }
+
+    /// What has moved the echo's path so far.
+    var glitches: Glitches { state.withLock { $0.glitches } }
 
     /// `gainDB` (negative: quieter) and sox's `reverb` as given, `delayMs` on top of sox's own.
     init(directory: String, delayMs: Int = 100, gainDB: Double = -12, reverb: [String] = ["40", "50", "60"],
@@ -133,6 +156,10 @@ final class EchoRoom: Sendable {
             close(speakerFD)
         }
         var buffer = [UInt8](repeating: 0, count: 65536)
+        var backlog: [UInt8] = []
+        /// What the FIFO held after the last write, and when the reader was last seen to take from it.
+        var left = 0
+        var readAt = ContinuousClock.now - .seconds(1)
         var next = ContinuousClock.now
         while !state.withLock({ $0.stopped }) {
             // What the speaker played goes to sox; what sox gives back is the echo.
@@ -144,18 +171,24 @@ final class EchoRoom: Sendable {
                 state.withLock { s in
                     // The echo starts `delay` after the first sound: the path through the air.
                     if !s.echoing { s.echo.append(contentsOf: repeatElement(0, count: delay)); s.echoing = true }
-                    s.echo.append(contentsOf: samples)
+                    let late = min(s.owed, samples.count)
+                    s.owed -= late
+                    s.echo.append(contentsOf: samples[late...])
                     s.heardAt = .now
                 }
             } else {
                 state.withLock { s in
                     // The speaker has stopped: the next answer's echo starts afresh.
-                    if s.echoing, s.echo.isEmpty, ContinuousClock.now - s.heardAt > .milliseconds(300) { s.echoing = false }
+                    if s.echoing, s.echo.isEmpty, ContinuousClock.now - s.heardAt > .milliseconds(300) { (s.echoing, s.owed) = (false, 0) }
                 }
             }
             let (period, reached): ([Int16], [CheckedContinuation<Void, Never>]) = state.withLock { s in
                 var out = [Int16](repeating: 0, count: 320)
                 let talker = min(320, s.talker.count), echo = min(320, s.echo.count)
+                if s.echoing, echo < 320 {
+                    s.glitches.echoShort += 320 - echo
+                    s.owed += 320 - echo
+                }
                 for i in 0..<talker { out[i] = s.talker[i] }
                 for i in 0..<echo { out[i] = Int16(clamping: Int(out[i]) + Int(s.echo[i])) }
                 // Only what sounds counts: a speaker kept open plays silence between answers, which comes
@@ -169,13 +202,27 @@ final class EchoRoom: Sendable {
                 return (out, reached)
             }
             for waiter in reached { waiter.resume() }
+            // A reader that is late finds what it missed waiting, up to the hold, as a card captures
+            // while its reader is late: the path holds. A reader gone for longer than the hold (the
+            // microphone closed, or far behind) finds only the hold: the rest is lost.
+            let energy = period.reduce(0.0) { $0 + Double($1) * Double($1) } / (32768.0 * 32768.0)
+            state.withLock { $0.written.append((.now, energy)) }
+            period.withUnsafeBytes { backlog.append(contentsOf: $0) }
             var queued: Int32 = 0
             _ = ioctl(micFD, UInt(FIONREAD), &queued)
-            if Int(queued) < hold {
-                _ = period.withUnsafeBytes { write(micFD, $0.baseAddress, $0.count) }
-                let energy = period.reduce(0.0) { $0 + Double($1) * Double($1) } / (32768.0 * 32768.0)
-                state.withLock { $0.written.append((.now, energy)) }
+            if queued == 0 { state.withLock { $0.glitches.empty += 1 } }
+            if Int(queued) < left { readAt = .now }
+            let room = min(backlog.count, hold - Int(queued)) & ~1
+            if room > 0 {
+                let wrote = backlog.withUnsafeBytes { write(micFD, $0.baseAddress, room) }
+                if wrote > 0 { backlog.removeFirst(wrote) }
             }
+            if !backlog.isEmpty, ContinuousClock.now - readAt > .milliseconds(holdMs) {
+                state.withLock { $0.glitches.skipped += (backlog.count + 639) / 640 }
+                backlog.removeAll()
+            }
+            _ = ioctl(micFD, UInt(FIONREAD), &queued)
+            left = Int(queued)
             next += .milliseconds(20)
             let wait = next - ContinuousClock.now
             if wait > .zero { usleep(UInt32(wait.components.attoseconds / 1_000_000_000_000)) }
