@@ -1,12 +1,12 @@
 # scripts/bench's echo section (issue 15): a room with an echo, as the tests build
 # it (Tests/SatelliteTests/Support/EchoRoom.swift): the daemon's speaker writes a
 # FIFO, what it played goes through sox (reverb, 12 dB down) and comes back 100 ms
-# later into the microphone's FIFO, under a talker. The 100 ms (it was 40) and the
-# fresh start for each answer keep the room's own path steady: with 40 ms the
-# echo ran short whenever the speaker's FIFO or sox gave their bytes late, and
-# the path grew by what was missing, within an answer (the daemon measured
-# 191 then 198, 185 then 206, 177 then 188 ms), where a card on one clock
-# keeps its delay. Measured: ERLE on speech and on music-like tones (the capture's copy before processing against `meter`
+# later into the microphone's FIFO, under a talker. The room keeps its own path
+# steady, as a card on one clock does: echo sox has not given back when it is
+# due is owed and dropped when it comes (added late, it grew the path: the
+# daemon measured 191 then 198, 185 then 206 ms within an answer), and a daemon
+# late to read finds what it missed, up to HOLD (dropped, it shortened the path;
+# EchoModesTests saw one 20 ms loss take a later answer to 8 dB). Measured: ERLE on speech and on music-like tones (the capture's copy before processing against `meter`
 # after it); ERLE in each wake mode over two answers (what the room wrote into
 # the microphone against `meter`, window by window, as EchoModesTests does);
 # the wake word said over an answer at speaker-to-talker ratios of 0, 6 and
@@ -68,9 +68,13 @@ class EchoRoom:
         self.delay = delay_ms * 16
         self.lock = threading.Lock()
         self.talker, self.echo, self.echoing, self.stopped = array.array("h"), array.array("h"), False, False
-        # What moved the room's echo path, for the bench's notes: microphone periods dropped because the
-        # daemon was not reading, and echo that ran short while an answer played (the path grew by it).
-        self.dropped, self.short = [], []
+        # What the room did that a room on one card does not, for the bench's notes: microphone periods
+        # lost because the daemon was too late to read them (the path shrank by them), and echo that sox
+        # had not given back when it was due (owed, and dropped when it comes: the path holds).
+        self.dropped, self.short, self.owed = [], [], 0
+        # What the microphone's FIFO held after the last write, when the daemon was last seen to read
+        # it, and what it has yet to be given.
+        self.left, self.read_at, self.backlog = 0, 0.0, b""
         # The energy (sum of squares, full scale 1) of each period written into the microphone, and when.
         self.written = []
         self.heard_at = 0.0
@@ -133,19 +137,22 @@ class EchoRoom:
                         self.echo.extend([0] * self.delay)
                         self.dry.extend([0] * self.delay)
                         self.echoing = True
-                    self.echo.frombytes(back)
-                    # sox gives back one sample for each it was given, in order.
+                    # sox gives back one sample for each it was given, in order; what is owed was due already.
                     n = len(back) // 2
-                    self.dry.extend(self.fed[:n])
+                    late = min(self.owed, n)
+                    self.owed -= late
+                    self.echo.frombytes(back[2 * late:])
+                    self.dry.extend(self.fed[late:n])
                     del self.fed[:n]
                     self.heard_at = time.monotonic()
                 elif self.echoing and not self.echo and time.monotonic() - self.heard_at > 0.3:
                     # The speaker has stopped: the next answer's echo starts `delay` after its first sound,
                     # as a real card's would, instead of wherever this one's ended.
-                    self.echoing = False
+                    self.echoing, self.owed = False, 0
                 period = array.array("h", [0] * 320)
-                if self.echoing and 0 < len(self.echo) < 320:
+                if self.echoing and len(self.echo) < 320:
                     self.short.append((time.monotonic(), 320 - len(self.echo)))
+                    self.owed += 320 - len(self.echo)
                 for source in (self.talker, self.echo):
                     n = min(320, len(source))
                     for i in range(n):
@@ -155,13 +162,24 @@ class EchoRoom:
                 del self.dry[:320]
                 self.heard_log.extend(period)
                 self.played_log.extend(dry + array.array("h", [0] * (320 - len(dry))))
+            # A daemon that is late finds what it missed waiting, up to HOLD, as a card captures while
+            # its reader is late: the path holds. One gone for longer (the microphone closed, or far
+            # behind) finds only HOLD: the rest is lost.
+            self.written.append((time.monotonic(), sum(s * s for s in period) / 32768 ** 2))
+            self.backlog += period.tobytes()
             queued = array.array("i", [0])
             fcntl.ioctl(self.mic_fd, termios.FIONREAD, queued)
-            if queued[0] < HOLD:
-                os.write(self.mic_fd, period.tobytes())
-                self.written.append((time.monotonic(), sum(s * s for s in period) / 32768 ** 2))
-            else:
-                self.dropped.append(time.monotonic())
+            if queued[0] < self.left:
+                self.read_at = time.monotonic()
+            room = min(len(self.backlog), HOLD - queued[0]) & ~1
+            if room > 0:
+                wrote = os.write(self.mic_fd, self.backlog[:room])
+                self.backlog = self.backlog[wrote:]
+            if self.backlog and time.monotonic() - self.read_at > HOLD / 32000:
+                self.dropped.extend([time.monotonic()] * ((len(self.backlog) + 639) // 640))
+                self.backlog = b""
+            fcntl.ioctl(self.mic_fd, termios.FIONREAD, queued)
+            self.left = queued[0]
             next_tick += 0.02
             time.sleep(max(0, next_tick - time.monotonic()))
 
