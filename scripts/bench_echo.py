@@ -72,6 +72,9 @@ class EchoRoom:
         # lost because the daemon was too late to read them (the path shrank by them), and echo that sox
         # had not given back when it was due (owed, and dropped when it comes: the path holds).
         self.dropped, self.short, self.owed = [], [], 0
+        # Bytes given to sox and given back: echo short while sox still has it is owed; echo short
+        # because the speaker gave nothing (stopped, or started again) is not, and follows the speaker.
+        self.given, self.taken = 0, 0
         # What the microphone's FIFO held after the last write, when the daemon was last seen to read
         # it, and what it has yet to be given.
         self.left, self.read_at, self.backlog = 0, 0.0, b""
@@ -97,9 +100,12 @@ class EchoRoom:
         return data[:cut]
 
     def say(self, samples):
-        """`samples`: an array of 16-bit samples."""
+        """`samples`: an array of 16-bit samples, said after what is still being said; returns when
+        (monotonic) the room starts on them."""
         with self.lock:
+            start = time.monotonic() + len(self.talker) / 16000
             self.talker.extend(samples)
+        return start
 
     def heard_dbfs(self, start, end):
         """The mean power (dBFS) of what went into the microphone from `start` to `end` (monotonic, by
@@ -124,11 +130,14 @@ class EchoRoom:
                 played = os.read(self.speaker_fd, 65536)
                 self.sox.stdin.write(played)
                 self.sox.stdin.flush()
+                self.given += len(played)
                 self.fed.frombytes(self.whole("played", played))
             except BlockingIOError:
                 pass
             try:
-                back = self.whole("back", os.read(self.sox.stdout.fileno(), 65536))
+                raw = os.read(self.sox.stdout.fileno(), 65536)
+                self.taken += len(raw)
+                back = self.whole("back", raw)
             except BlockingIOError:
                 back = b""
             with self.lock:
@@ -150,9 +159,10 @@ class EchoRoom:
                     # as a real card's would, instead of wherever this one's ended.
                     self.echoing, self.owed = False, 0
                 period = array.array("h", [0] * 320)
-                if self.echoing and len(self.echo) < 320:
-                    self.short.append((time.monotonic(), 320 - len(self.echo)))
-                    self.owed += 320 - len(self.echo)
+                late = min(320 - len(self.echo), max(0, (self.given - self.taken) // 2 - self.owed)) if self.echoing else 0
+                if late > 0:
+                    self.short.append((time.monotonic(), late))
+                    self.owed += late
                 for source in (self.talker, self.echo):
                     n = min(320, len(source))
                     for i in range(n):
@@ -409,7 +419,12 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
                     heard += 1
                 elif stopped is not None and stopped < said:
                     echoed += 1
-                outcomes.append("played on" if stopped is None else f"{(stopped - said) / 1e9:+.2f}")
+                # When the server heard the word, on the same clock (its log counts from its start).
+                log_now = b.server_log()
+                wakes = [log_now["started"] + e["t"] / 1000 for e in log_now["socket"] if e.get("event") == "wake"]
+                woke = next((w for w in wakes if w * 1e9 >= began), None)
+                server = "" if woke is None else f" (the server woke {woke - said / 1e9:+.2f})"
+                outcomes.append(("played on" if stopped is None else f"{(stopped - said) / 1e9:+.2f}") + server)
                 self.settle(log, daemon, env)
         finally:
             b.stop_others()
@@ -419,8 +434,8 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
         self.fig[f"barge_server_{ratio_db}"].samples.append(heard / trials)
         b.notes.append(f"Wake word over an answer with wake server (the test server's reference detector), echo {ratio_db} dB "
                        f"over the talker: {heard} of {trials}; the answer stopped before the word was said (its echo "
-                       f"woke the server) {echoed} times. Each trial, playback stopped this long after the word began "
-                       f"(s): {', '.join(outcomes)}.")
+                       f"woke the server) {echoed} times. Each trial, playback stopped this long after the word began, "
+                       f"and when the server's detector woke (s): {', '.join(outcomes)}.")
         self.room_note(f"The echo room with wake server at {ratio_db} dB", room, log, listening)
 
     def settle(self, log, daemon, env):
@@ -516,14 +531,14 @@ pcm.{name}speaker {{ type plug slave {{ pcm {{ type file slave.pcm "clock" file 
         self.room_note(f"The echo room at {ratio_db} dB", room, log, listening)
 
     def word_over_answer(self, room, log, daemon, word, what):
-        """The wake word and a question said, then `word` 2.5 s into the answer; returns when it was said
-        (monotonic), which the daemon hears HOLD later."""
+        """The wake word and a question said, then `word` 2.5 s after the question's trailing quiet, in the
+        answer; returns when it was said (monotonic), which the daemon hears HOLD later."""
         speaking = open(log).read().count("State speaking.")
         room.say(self.wake + self.question)
         if not self.await_count(log, "State speaking.", speaking + 1, daemon, 30):
             raise self.error(f"{what}: the answer did not play; see {log} (--keep)")
-        room.say(array.array("h", [0] * 40000) + word)
-        return time.monotonic() + 2.5
+        # After what is left of the question's trailing quiet, which the server's endpointer did not wait for.
+        return room.say(array.array("h", [0] * 40000) + word) + 2.5
 
     def room_note(self, which, room, log, since):
         """A note of what moved the room's echo path from `since` on, and the delays the daemon measured."""

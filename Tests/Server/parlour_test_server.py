@@ -1358,6 +1358,8 @@ class TestServer:
             return json_response(200, {
                 **({"until": found} if until else {}),
                 "server": {"name": self.name, "port": self.port, "tokenRequired": bool(self.token), "restarts": self.restarts},
+                # Each entry's "t" is milliseconds from this monotonic time (seconds): a bench on the same machine places it.
+                "started": self.log.started,
                 "requests": self.log.requests,
                 "socket": self.log.socket,
                 "dropped": self.log.dropped,

@@ -54,9 +54,12 @@ final class EchoRoom: Sendable {
         /// behind (it lost them), and writes that found the microphone's FIFO empty (its reader may have
         /// been given silence, and the path grew).
         var glitches = Glitches()
-        /// Echo samples that were due while sox had not given them back: dropped when they come, so
-        /// the path stays where it was, as a room's does.
+        /// Echo samples that were due while sox still had them (given, not yet back): dropped when they
+        /// come, so the path stays where it was, as a room's does. Echo that was short because the
+        /// speaker gave nothing (stopped, or started again) is owed nothing: it follows the speaker.
         var owed = 0
+        /// Bytes given to sox and given back, for what is still in it.
+        var fed = 0, back = 0
         /// Who waits for `echoed` to reach a count (`echoed(atLeast:)`).
         var waiting: [(count: Int, resume: CheckedContinuation<Void, Never>)] = []
     }
@@ -164,8 +167,12 @@ final class EchoRoom: Sendable {
         while !state.withLock({ $0.stopped }) {
             // What the speaker played goes to sox; what sox gives back is the echo.
             let played = buffer.withUnsafeMutableBytes { read(speakerFD, $0.baseAddress, $0.count) }
-            if played > 0 { _ = buffer.withUnsafeBytes { write(soxIn, $0.baseAddress, played) } }
+            if played > 0 {
+                let given = buffer.withUnsafeBytes { write(soxIn, $0.baseAddress, played) }
+                if given > 0 { state.withLock { $0.fed += given } }
+            }
             let back = buffer.withUnsafeMutableBytes { read(soxOut, $0.baseAddress, $0.count) }
+            if back > 0 { state.withLock { $0.back += back } }
             if back > 1 {
                 let samples = buffer.withUnsafeBytes { Array($0.bindMemory(to: Int16.self).prefix(back / 2)) }
                 state.withLock { s in
@@ -186,8 +193,9 @@ final class EchoRoom: Sendable {
                 var out = [Int16](repeating: 0, count: 320)
                 let talker = min(320, s.talker.count), echo = min(320, s.echo.count)
                 if s.echoing, echo < 320 {
-                    s.glitches.echoShort += 320 - echo
-                    s.owed += 320 - echo
+                    let late = min(320 - echo, max(0, (s.fed - s.back) / 2 - s.owed))
+                    s.glitches.echoShort += late
+                    s.owed += late
                 }
                 for i in 0..<talker { out[i] = s.talker[i] }
                 for i in 0..<echo { out[i] = Int16(clamping: Int(out[i]) + Int(s.echo[i])) }
