@@ -1,12 +1,13 @@
 # scripts/bench's echo section (issue 15): a room with an echo, as the tests build
 # it (Tests/SatelliteTests/Support/EchoRoom.swift): the daemon's speaker writes a
 # FIFO, what it played goes through sox (reverb, 12 dB down) and comes back 100 ms
-# later into the microphone's FIFO, under a talker. The room keeps its own path
-# steady, as a card on one clock does: echo sox has not given back when it is
-# due is owed and dropped when it comes (added late, it grew the path: the
-# daemon measured 191 then 198, 185 then 206 ms within an answer), and a daemon
-# late to read finds what it missed, up to HOLD (dropped, it shortened the path;
-# EchoModesTests saw one 20 ms loss take a later answer to 8 dB). Measured: ERLE on speech and on music-like tones (the capture's copy before processing against `meter`
+# later into the microphone's FIFO, under a talker. The 100 ms (it was 40) and the
+# fresh start for each answer keep the room's own path steady: with 40 ms the
+# echo ran short whenever the speaker's FIFO or sox gave their bytes late, and
+# the path grew by what was missing (the daemon measured 191 then 198, 185 then
+# 206 ms within an answer). A daemon late to read finds what it missed, up to
+# HOLD, as a card captures while its reader is late (dropped, it shortened the
+# path; EchoModesTests saw one 20 ms loss take a later answer to 8 dB). Measured: ERLE on speech and on music-like tones (the capture's copy before processing against `meter`
 # after it); ERLE in each wake mode over two answers (what the room wrote into
 # the microphone against `meter`, window by window, as EchoModesTests does);
 # the wake word said over an answer at speaker-to-talker ratios of 0, 6 and
@@ -68,13 +69,10 @@ class EchoRoom:
         self.delay = delay_ms * 16
         self.lock = threading.Lock()
         self.talker, self.echo, self.echoing, self.stopped = array.array("h"), array.array("h"), False, False
-        # What the room did that a room on one card does not, for the bench's notes: microphone periods
-        # lost because the daemon was too late to read them (the path shrank by them), and echo that sox
-        # had not given back when it was due (owed, and dropped when it comes: the path holds).
-        self.dropped, self.short, self.owed = [], [], 0
-        # Bytes given to sox and given back: echo short while sox still has it is owed; echo short
-        # because the speaker gave nothing (stopped, or started again) is not, and follows the speaker.
-        self.given, self.taken = 0, 0
+        # What moved the room's echo path, for the bench's notes: microphone periods lost because the
+        # daemon was too late to read them (the path shrank by them), and echo that ran short while an
+        # answer played (the path grew by it: for a speaker that paused, as a room's does).
+        self.dropped, self.short = [], []
         # What the microphone's FIFO held after the last write, when the daemon was last seen to read
         # it, and what it has yet to be given.
         self.left, self.read_at, self.backlog = 0, 0.0, b""
@@ -130,14 +128,11 @@ class EchoRoom:
                 played = os.read(self.speaker_fd, 65536)
                 self.sox.stdin.write(played)
                 self.sox.stdin.flush()
-                self.given += len(played)
                 self.fed.frombytes(self.whole("played", played))
             except BlockingIOError:
                 pass
             try:
-                raw = os.read(self.sox.stdout.fileno(), 65536)
-                self.taken += len(raw)
-                back = self.whole("back", raw)
+                back = self.whole("back", os.read(self.sox.stdout.fileno(), 65536))
             except BlockingIOError:
                 back = b""
             with self.lock:
@@ -146,23 +141,19 @@ class EchoRoom:
                         self.echo.extend([0] * self.delay)
                         self.dry.extend([0] * self.delay)
                         self.echoing = True
-                    # sox gives back one sample for each it was given, in order; what is owed was due already.
+                    self.echo.frombytes(back)
+                    # sox gives back one sample for each it was given, in order.
                     n = len(back) // 2
-                    late = min(self.owed, n)
-                    self.owed -= late
-                    self.echo.frombytes(back[2 * late:])
-                    self.dry.extend(self.fed[late:n])
+                    self.dry.extend(self.fed[:n])
                     del self.fed[:n]
                     self.heard_at = time.monotonic()
                 elif self.echoing and not self.echo and time.monotonic() - self.heard_at > 0.3:
                     # The speaker has stopped: the next answer's echo starts `delay` after its first sound,
                     # as a real card's would, instead of wherever this one's ended.
-                    self.echoing, self.owed = False, 0
+                    self.echoing = False
                 period = array.array("h", [0] * 320)
-                late = min(320 - len(self.echo), max(0, (self.given - self.taken) // 2 - self.owed)) if self.echoing else 0
-                if late > 0:
-                    self.short.append((time.monotonic(), late))
-                    self.owed += late
+                if self.echoing and 0 < len(self.echo) < 320:
+                    self.short.append((time.monotonic(), 320 - len(self.echo)))
                 for source in (self.talker, self.echo):
                     n = min(320, len(source))
                     for i in range(n):

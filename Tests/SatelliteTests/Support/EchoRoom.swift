@@ -2,14 +2,15 @@
 // a FIFO, what it played goes through a real `sox` (reverb, and quieter) and
 // comes back into the microphone's FIFO `delayMs` later, under whatever the
 // test says into the room. Each answer's echo starts `delayMs` after its first
-// sound, once the speaker has been quiet for 300 ms, and the path then holds,
-// as a room's does on a card with one clock, whatever this thread's load: echo
-// that sox has not given back by the time it is due is owed, and dropped when
-// it comes (kept, it grew the path by what was late); a microphone's reader
-// that is late finds what it missed waiting, up to the hold (dropped, it
-// shortened the path by what it missed; EchoModesTests saw a later answer fall
-// to 8 dB after one such 20 ms). Only what nobody reads is gone. The room counts
-// each (`glitches`). One thread of its own paces the room at 20 ms. Easy to get wrong:
+// sound, once the speaker has been quiet for 300 ms, and follows what sox gives
+// back: echo that comes late (the speaker gave nothing, or sox or this thread
+// was late) grows the path by it, which for a speaker that paused is what a room
+// does and for a late sox is not; the two cannot be told apart here, so the room
+// counts it. A microphone's reader that is late finds what it missed waiting, up
+// to the hold, as a card captures while its reader is late (dropped, it
+// shortened the path: EchoModesTests saw a later answer fall to 8 dB after one
+// such 20 ms). Only what nobody reads is gone. What moved the path is counted
+// (`glitches`). One thread of its own paces the room at 20 ms. Easy to get wrong:
 // both FIFOs are held read-write and non-blocking, so neither the daemon's open
 // nor a device closing ever blocks or kills anything; and sox is fed and read
 // without blocking, its output taken as it comes.
@@ -54,12 +55,6 @@ final class EchoRoom: Sendable {
         /// behind (it lost them), and writes that found the microphone's FIFO empty (its reader may have
         /// been given silence, and the path grew).
         var glitches = Glitches()
-        /// Echo samples that were due while sox still had them (given, not yet back): dropped when they
-        /// come, so the path stays where it was, as a room's does. Echo that was short because the
-        /// speaker gave nothing (stopped, or started again) is owed nothing: it follows the speaker.
-        var owed = 0
-        /// Bytes given to sox and given back, for what is still in it.
-        var fed = 0, back = 0
         /// Who waits for `echoed` to reach a count (`echoed(atLeast:)`).
         var waiting: [(count: Int, resume: CheckedContinuation<Void, Never>)] = []
     }
@@ -69,8 +64,8 @@ final class EchoRoom: Sendable {
         func since(_ before: Glitches) -> Glitches {
             Glitches(echoShort: echoShort - before.echoShort, skipped: skipped - before.skipped, empty: empty - before.empty)
         }
-        /// Whether the path moved: what was owed of the echo did not move it.
-        var movesPath: Bool { skipped > 0 || empty > 0 }
+        /// Whether the path moved.
+        var movesPath: Bool { echoShort > 0 || skipped > 0 || empty > 0 }
         var description: String { "echo short \(echoShort) samples, \(skipped) periods lost unread, FIFO found empty \(empty) times" }
     }
 
@@ -167,36 +162,26 @@ final class EchoRoom: Sendable {
         while !state.withLock({ $0.stopped }) {
             // What the speaker played goes to sox; what sox gives back is the echo.
             let played = buffer.withUnsafeMutableBytes { read(speakerFD, $0.baseAddress, $0.count) }
-            if played > 0 {
-                let given = buffer.withUnsafeBytes { write(soxIn, $0.baseAddress, played) }
-                if given > 0 { state.withLock { $0.fed += given } }
-            }
+            if played > 0 { _ = buffer.withUnsafeBytes { write(soxIn, $0.baseAddress, played) } }
             let back = buffer.withUnsafeMutableBytes { read(soxOut, $0.baseAddress, $0.count) }
-            if back > 0 { state.withLock { $0.back += back } }
             if back > 1 {
                 let samples = buffer.withUnsafeBytes { Array($0.bindMemory(to: Int16.self).prefix(back / 2)) }
                 state.withLock { s in
                     // The echo starts `delay` after the first sound: the path through the air.
                     if !s.echoing { s.echo.append(contentsOf: repeatElement(0, count: delay)); s.echoing = true }
-                    let late = min(s.owed, samples.count)
-                    s.owed -= late
-                    s.echo.append(contentsOf: samples[late...])
+                    s.echo.append(contentsOf: samples)
                     s.heardAt = .now
                 }
             } else {
                 state.withLock { s in
                     // The speaker has stopped: the next answer's echo starts afresh.
-                    if s.echoing, s.echo.isEmpty, ContinuousClock.now - s.heardAt > .milliseconds(300) { (s.echoing, s.owed) = (false, 0) }
+                    if s.echoing, s.echo.isEmpty, ContinuousClock.now - s.heardAt > .milliseconds(300) { s.echoing = false }
                 }
             }
             let (period, reached): ([Int16], [CheckedContinuation<Void, Never>]) = state.withLock { s in
                 var out = [Int16](repeating: 0, count: 320)
                 let talker = min(320, s.talker.count), echo = min(320, s.echo.count)
-                if s.echoing, echo < 320 {
-                    let late = min(320 - echo, max(0, (s.fed - s.back) / 2 - s.owed))
-                    s.glitches.echoShort += late
-                    s.owed += late
-                }
+                if s.echoing { s.glitches.echoShort += 320 - echo }
                 for i in 0..<talker { out[i] = s.talker[i] }
                 for i in 0..<echo { out[i] = Int16(clamping: Int(out[i]) + Int(s.echo[i])) }
                 // Only what sounds counts: a speaker kept open plays silence between answers, which comes
