@@ -157,10 +157,15 @@ struct SiblingDirectoryTests {
     func disabled() async throws {
         _ = try RealAvahi()
         let tag = UUID().uuidString.prefix(4)
-        let (off, _) = try await Self.satellite("off-\(tag)", room: "den", token: "house-\(tag)", port: 41_021, enabled: false)
-        let (on, _) = try await Self.satellite("on-\(tag)", room: "hall", token: "house-\(tag)", port: 41_022)
-        let (other, otherWatch) = try await Self.satellite("other-\(tag)", room: "study", token: "house-\(tag)", port: 41_023)
-        // Each wait is bounded and named: this test once ran past the suite's limit, and the limit says no more than that.
+        // Each wait is bounded and named: this test ran past the suite's limit three times, the last with
+        // every wait after the three starts bounded, and the limit says no more than that.
+        guard let (off, _) = try await Bounded.wait("\"off\" to start and its watch to begin", { try await Self.satellite(
+                  "off-\(tag)", room: "den", token: "house-\(tag)", port: 41_021, enabled: false) }),
+              let (on, _) = try await Bounded.wait("\"on\" to start and its watch to begin", { try await Self.satellite(
+                  "on-\(tag)", room: "hall", token: "house-\(tag)", port: 41_022) }),
+              let (other, otherWatch) = try await Bounded.wait("\"other\" to start and its watch to begin", { try await Self.satellite(
+                  "other-\(tag)", room: "study", token: "house-\(tag)", port: 41_023) })
+        else { return }
         let said: @Sendable () -> String = { Self.said([off, on, other]) }
         // Both that are on, started after the one that is off, see each other: the one that is off had its time.
         #expect(try await Bounded.wait("\"other\" to list \"on\"", said: said) { await otherWatch.listed("on-\(tag)") } == "hall")
