@@ -173,14 +173,14 @@ class EchoRoom:
             if queued[0] < self.left:
                 self.read_at = time.monotonic()
             room = min(len(self.backlog), HOLD - queued[0]) & ~1
+            self.left = queued[0]
             if room > 0:
                 wrote = os.write(self.mic_fd, self.backlog[:room])
                 self.backlog = self.backlog[wrote:]
+                self.left += wrote
             if self.backlog and time.monotonic() - self.read_at > HOLD / 32000:
                 self.dropped.extend([time.monotonic()] * ((len(self.backlog) + 639) // 640))
                 self.backlog = b""
-            fcntl.ioctl(self.mic_fd, termios.FIONREAD, queued)
-            self.left = queued[0]
             next_tick += 0.02
             time.sleep(max(0, next_tick - time.monotonic()))
 

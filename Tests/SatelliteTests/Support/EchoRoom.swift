@@ -206,16 +206,18 @@ final class EchoRoom: Sendable {
             if queued == 0 { state.withLock { $0.glitches.empty += 1 } }
             if Int(queued) < left { readAt = .now }
             let room = min(backlog.count, hold - Int(queued)) & ~1
+            left = Int(queued)
             if room > 0 {
                 let wrote = backlog.withUnsafeBytes { write(micFD, $0.baseAddress, room) }
-                if wrote > 0 { backlog.removeFirst(wrote) }
+                if wrote > 0 {
+                    backlog.removeFirst(wrote)
+                    left += wrote
+                }
             }
             if !backlog.isEmpty, ContinuousClock.now - readAt > .milliseconds(holdMs) {
                 state.withLock { $0.glitches.skipped += (backlog.count + 639) / 640 }
                 backlog.removeAll()
             }
-            _ = ioctl(micFD, UInt(FIONREAD), &queued)
-            left = Int(queued)
             next += .milliseconds(20)
             let wait = next - ContinuousClock.now
             if wait > .zero { usleep(UInt32(wait.components.attoseconds / 1_000_000_000_000)) }
