@@ -2,11 +2,19 @@
 // a FIFO, what it played goes through a real `sox` (reverb, and quieter) and
 // comes back into the microphone's FIFO `delayMs` later, under whatever the
 // test says into the room. Each answer's echo starts `delayMs` after its first
-// sound, once the speaker has been quiet for 300 ms, and follows what sox gives
-// back: echo that comes late (the speaker gave nothing, or sox or this thread
-// was late) grows the path by it, which for a speaker that paused is what a room
-// does and for a late sox is not; the two cannot be told apart here, so the room
-// counts it. A microphone's reader that is late finds what it missed waiting, up
+// sound (and `jitterMs` more), once the speaker has been quiet for 300 ms, and
+// follows what sox gives back. ALSA's file plugin hands the FIFO what was
+// written a buffer earlier, at the moment the daemon writes more, so a frame
+// reaches the room up to a buffer after the card played it: the kept speaker,
+// topped up half a buffer at a time while idle and a period at a time while a
+// sound plays, gives its frames 0 to 80 ms late, and a loop that wakes late
+// adds to that. The room holds `jitterMs` of echo in hand for it, as a card
+// plays on from its buffer whatever its writer does. Echo that comes later
+// still (the speaker gave nothing, or sox or this thread was late) grows the
+// path by it, which for a speaker that paused is what a room does and for a
+// late sox is not; the two cannot be told apart here, so the room counts it
+// (without the allowance, server wake's later answer in the 100 ms room ran
+// 448 samples short in three realtime passes, and fell to 14 to 20 dB). A microphone's reader that is late finds what it missed waiting, up
 // to the hold, as a card captures while its reader is late (dropped, it
 // shortened the path: EchoModesTests saw a later answer fall to 8 dB after one
 // such 20 ms). Only what nobody reads is gone. What moved the path is counted
@@ -29,6 +37,7 @@ final class EchoRoom: Sendable {
     private let sox: Mutex<(process: Process, input: Pipe, output: Pipe)>
     private let soxIn: Int32
     private let soxOut: Int32
+    /// Samples of silence before each answer's echo: the air's path and the jitter allowance.
     private let delay: Int
     /// What the microphone's FIFO holds ahead of the reader (bytes): 320 ms unless told, more than
     /// MicFeeder's 200. ALSA's file plugin fills what a read of its infile comes short of with silence,
@@ -72,6 +81,10 @@ final class EchoRoom: Sendable {
     /// What has moved the echo's path so far.
     var glitches: Glitches { state.withLock { $0.glitches } }
 
+    /// The echo held in hand for frames that reach the room late (above): the speaker's buffer (160 ms)
+    /// and a tick of this room's.
+    static let jitterMs = 200
+
     /// `gainDB` (negative: quieter) and sox's `reverb` as given, `delayMs` on top of sox's own.
     init(directory: String, delayMs: Int = 100, gainDB: Double = -12, reverb: [String] = ["40", "50", "60"],
          inverted: Bool = false, holdMs: Int = 320) throws {
@@ -79,7 +92,7 @@ final class EchoRoom: Sendable {
         self.holdMs = holdMs
         microphone = directory + "/room-mic.fifo"
         speaker = directory + "/room-speaker.fifo"
-        delay = delayMs * 16
+        delay = (delayMs + Self.jitterMs) * 16
         for path in [microphone, speaker] {
             guard mkfifo(path, 0o600) == 0 else { throw TestFailure("mkfifo \(path): \(String(cString: strerror(errno)))") }
         }
