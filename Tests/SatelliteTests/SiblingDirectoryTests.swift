@@ -17,13 +17,18 @@ struct SiblingDirectoryTests {
          "arbitration": ["enabled": .bool(enabled), "port": .number(Double(port))]]
     }
 
-    /// A daemon of its own with a watch open on it, and the status the watch began with.
+    /// A daemon of its own with a watch open on it, and the status the watch began with. Each step is
+    /// bounded and named (a start in this suite once never ended, and its time limit said no more than that):
+    /// a daemon never ready prints what it said (DaemonHarness), a watch that never began what the daemon said.
     static func satellite(_ name: String, room: String, token: String?, port: Int, enabled: Bool = true) async throws
         -> (DaemonHarness, Watched) {
-        let daemon = try await DaemonHarness.start(config: config(name: name, room: room, port: port, enabled: enabled), token: token)
+        guard let daemon = try await Bounded.wait("\"\(name)\" to be ready", {
+            try await DaemonHarness.start(config: config(name: name, room: room, port: port, enabled: enabled), token: token)
+        }) else { throw TestFailure("\"\(name)\" was never ready") }
         let watcher = try SocketClient(path: daemon.socket)
-        let first = await watcher.watch()
-        return (daemon, Watched(client: watcher, siblings: first?["status"]?["arbitration"]?["siblings"]?.arrayValue ?? []))
+        guard let first = try await Bounded.wait("\"\(name)\"'s watch to begin", said: { daemon.stderr }, { await watcher.watch() })
+        else { throw TestFailure("\"\(name)\"'s watch never began") }
+        return (daemon, Watched(client: watcher, siblings: first["status"]?["arbitration"]?["siblings"]?.arrayValue ?? []))
     }
 
     /// A watch, and the siblings its first line listed: found before the watch began, a sibling has no event to await.
@@ -157,15 +162,10 @@ struct SiblingDirectoryTests {
     func disabled() async throws {
         _ = try RealAvahi()
         let tag = UUID().uuidString.prefix(4)
-        // Each wait is bounded and named: this test ran past the suite's limit three times, the last with
-        // every wait after the three starts bounded, and the limit says no more than that.
-        guard let (off, _) = try await Bounded.wait("\"off\" to start and its watch to begin", { try await Self.satellite(
-                  "off-\(tag)", room: "den", token: "house-\(tag)", port: 41_021, enabled: false) }),
-              let (on, _) = try await Bounded.wait("\"on\" to start and its watch to begin", { try await Self.satellite(
-                  "on-\(tag)", room: "hall", token: "house-\(tag)", port: 41_022) }),
-              let (other, otherWatch) = try await Bounded.wait("\"other\" to start and its watch to begin", { try await Self.satellite(
-                  "other-\(tag)", room: "study", token: "house-\(tag)", port: 41_023) })
-        else { return }
+        // Each wait is bounded and named: this test ran past the suite's limit three times.
+        let (off, _) = try await Self.satellite("off-\(tag)", room: "den", token: "house-\(tag)", port: 41_021, enabled: false)
+        let (on, _) = try await Self.satellite("on-\(tag)", room: "hall", token: "house-\(tag)", port: 41_022)
+        let (other, otherWatch) = try await Self.satellite("other-\(tag)", room: "study", token: "house-\(tag)", port: 41_023)
         let said: @Sendable () -> String = { Self.said([off, on, other]) }
         // Both that are on, started after the one that is off, see each other: the one that is off had its time.
         #expect(try await Bounded.wait("\"other\" to list \"on\"", said: said) { await otherWatch.listed("on-\(tag)") } == "hall")

@@ -156,6 +156,8 @@ final class DaemonHarness: Sendable {
             let tail = harness.stderr.split(separator: "\n").suffix(5).joined(separator: "\n")
             throw TestFailure("parlour-satellite ended (\(exited)) before READY=1; its stderr ends:\n\(tail)")
         case nil:
+            // Cancelled (a bounded wait gave up on it): what it said, to tell why it was never ready.
+            print("parlour-satellite was not ready when its start was cancelled; its stderr:\n\(harness.stderr)")
             throw CancellationError()  // the harness goes, and the daemon with it
         }
     }
