@@ -229,9 +229,11 @@ public final class EchoCanceller {
         var delay: snd_pcm_sframes_t = 0
         if snd_pcm_delay(pcm, &delay) < 0 { delay = snd_pcm_sframes_t(frames) }
         guard wantsReference else {
-            // Heard until the last frame written has played, and the room's echo of it has died away.
+            // Heard until the last frame written has played, and the room's echo of it has died away:
+            // with no delay measured, the longest the delay search reckons with (0.8 s) and the filter's
+            // reverberation after it. Half a second of tail let a test room's 0.7 s echo through.
             let end = EchoAlignment.sample(atNanoseconds: now) + Int64(delay) * Int64(EchoAlignment.rate) / Int64(device.rate)
-            speakerHeardUntil = end + Int64(tail.length)
+            speakerHeardUntil = end + Int64(alignment.lags.upperBound + filterLength)
             return
         }
         let mono = Self.mono(samples, frames: frames, channels: device.channels)
