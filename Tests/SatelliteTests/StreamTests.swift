@@ -321,15 +321,19 @@ struct StreamTests {
 
     @Test("while the server stays down the delay doubles: 1 s, 2 s, 4 s, then it reconnects")
     func growingBackoff() async throws {
-        let server = try await TestServer.start(knobs: ["restartDownMs": 3500])
+        // Down for 5 s: the tries at 1 and 3 s fail, the one at 7 s connects. With 3.5 s, a loaded
+        // machine's second try came after the port was back, the third Disconnected never came, and
+        // the test waited out its time limit.
+        let server = try await TestServer.start(knobs: ["restartDownMs": 5000])
         defer { server.stop() }
         let daemon = try await DaemonHarness.start(config: config(server, wake: "push", retryMs: 15000), token: server.token)
         let watcher = try await connectedWatch(daemon)
         try await server.restart()
-        var delays: [String] = []
-        while delays.count < 3, let gone = await notice(watcher, "Disconnected") {
-            delays.append(gone["retryMs"]?.stringValue ?? "")
-        }
+        let delays: [String] = try await Bounded.wait("three Disconnected", said: { daemon.stderr }) { () async -> [String]? in
+            var delays: [String] = []
+            while delays.count < 3, let gone = await notice(watcher, "Disconnected") { delays.append(gone["retryMs"]?.stringValue ?? "") }
+            return delays
+        } ?? []
         #expect(delays == ["1000", "2000", "4000"])
         let status = try await daemon.result("status")
         #expect(status["response"]?["state"] == "offline")
