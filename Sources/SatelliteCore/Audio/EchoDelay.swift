@@ -23,6 +23,8 @@ public enum EchoDelay {
         public let lag: Int
         /// The normalised correlation at that lag, −1…1 (negative: the echo is inverted).
         public let correlation: Double
+        /// Samples of `near` that the speaker's sound reaches at that lag: how much echo the peak was found over.
+        public var echoHeard = Int.max
     }
 
     /// What `estimate` is given: a stretch of the microphone and the speaker around it.
@@ -60,7 +62,9 @@ public enum EchoDelay {
             }
         }
         guard abs(fine.score) >= minimumCorrelation else { return nil }
-        return Estimate(lag: fine.lag, correlation: fine.score)
+        let offset = farLead - fine.lag
+        let echoHeard = near.indices.count { i in far.indices.contains(i + offset) && far[i + offset] != 0 }
+        return Estimate(lag: fine.lag, correlation: fine.score, echoHeard: echoHeard)
     }
 
     /// The lag in `lags` whose normalised correlation of `near[i]` with `far[i + farLead − lag]` is the

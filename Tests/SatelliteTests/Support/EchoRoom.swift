@@ -8,20 +8,21 @@
 // reaches the room up to a buffer after the card played it: the kept speaker,
 // topped up half a buffer at a time while idle and a period at a time while a
 // sound plays, gives its frames 0 to 80 ms late, and a loop that wakes late
-// adds to that. The room holds `jitterMs` of echo in hand for it, as a card
-// plays on from its buffer whatever its writer does. Echo that comes later
-// still (the speaker gave nothing, or sox or this thread was late) grows the
-// path by it, which for a speaker that paused is what a room does and for a
-// late sox is not; the two cannot be told apart here, so the room counts it
-// (without the allowance, server wake's later answer in the 100 ms room ran
-// 448 samples short in three realtime passes, and fell to 14 to 20 dB). A microphone's reader that is late finds what it missed waiting, up
-// to the hold, as a card captures while its reader is late (dropped, it
-// shortened the path: EchoModesTests saw a later answer fall to 8 dB after one
-// such 20 ms). Only what nobody reads is gone. What moved the path is counted
-// (`glitches`). One thread of its own paces the room at 20 ms. Easy to get wrong:
-// both FIFOs are held read-write and non-blocking, so neither the daemon's open
-// nor a device closing ever blocks or kills anything; and sox is fed and read
-// without blocking, its output taken as it comes.
+// adds to that. The room holds the air's delay and `jitterMs` more of echo in
+// hand for it, as a card plays on from its buffer whatever its writer does.
+// Echo that comes later still (the speaker gave nothing, or sox or this thread
+// was late) grows the path by it, which for a speaker that paused is what a
+// room does and for a late sox is not; the two cannot be told apart here, so
+// the room counts it (with only the air's 100 ms in hand, server wake's later
+// answer ran 448 samples short in three realtime passes, and fell to 14 to 20
+// dB). A microphone's reader that is late finds what it missed waiting, up to
+// the hold, as a card captures while its reader is late (dropped, it shortened
+// the path: EchoModesTests saw a later answer fall to 8 dB after one such 20
+// ms). Only what nobody reads is gone. What moved the path is counted
+// (`glitches`). One thread of its own paces the room at 20 ms. Easy to get
+// wrong: both FIFOs are held read-write and non-blocking, so neither the
+// daemon's open nor a device closing ever blocks or kills anything; and sox is
+// fed and read without blocking, its output taken as it comes.
 import Foundation
 import Glibc
 import Synchronization
@@ -81,9 +82,11 @@ final class EchoRoom: Sendable {
     /// What has moved the echo's path so far.
     var glitches: Glitches { state.withLock { $0.glitches } }
 
-    /// The echo held in hand for frames that reach the room late (above): the speaker's buffer (160 ms)
-    /// and a tick of this room's.
-    static let jitterMs = 200
+    /// The echo held in hand for frames that reach the room late (above), on top of the air's 100 ms or
+    /// more: 200 ms or more in all, past the speaker's buffer (160 ms) and a tick of this room's. No more,
+    /// as the whole path (with the microphone's hold, up to 320 ms) stays within the 0.8 s the delay
+    /// search looks at: with 200 here the daemon measured up to 767 ms.
+    static let jitterMs = 100
 
     /// `gainDB` (negative: quieter) and sox's `reverb` as given, `delayMs` on top of sox's own.
     init(directory: String, delayMs: Int = 100, gainDB: Double = -12, reverb: [String] = ["40", "50", "60"],
