@@ -43,8 +43,8 @@ ROOM = ["reverb", "40", "50", "60", "vol", "-12dB"]
 # the live misses (the daemon's own near and reference, dumped and heard again offline, missed
 # exactly where live did; with 320 ms its microphone is the room's sample for sample).
 HOLD = 10240
-# Echo held in hand, beyond the air's, for the speaker's frames that reach the room late (EchoRoom.jitterMs).
-JITTER_MS = 100
+# Echo held in hand, at least, for the speaker's frames that reach the room late (EchoRoom.inHandMs).
+IN_HAND_MS = 200
 # The wake modes, each with the microphone's period it reads: push 20 ms, local 120, server 80.
 MODES = ("push", "local", "server")
 ANSWER = ("The weather today is mostly sunny with a light breeze from the west, and temperatures reaching "
@@ -69,9 +69,8 @@ class EchoRoom:
                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         os.set_blocking(self.sox.stdout.fileno(), False)
         # The echo held in hand for frames that reach the room late: ALSA's file plugin hands the FIFO
-        # what was written a buffer (160 ms) earlier, as the daemon writes more (EchoRoom.swift says more);
-        # with the air's 100 ms, 200 ms in all.
-        self.delay = (delay_ms + JITTER_MS) * 16
+        # what was written a buffer (160 ms) earlier, as the daemon writes more (EchoRoom.swift says more).
+        self.delay = max(delay_ms, IN_HAND_MS) * 16
         self.lock = threading.Lock()
         self.talker, self.echo, self.echoing, self.stopped = array.array("h"), array.array("h"), False, False
         # What moved the room's echo path, for the bench's notes: microphone periods lost because the

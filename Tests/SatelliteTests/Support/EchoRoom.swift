@@ -2,15 +2,15 @@
 // a FIFO, what it played goes through a real `sox` (reverb, and quieter) and
 // comes back into the microphone's FIFO `delayMs` later, under whatever the
 // test says into the room. Each answer's echo starts `delayMs` after its first
-// sound (and `jitterMs` more), once the speaker has been quiet for 300 ms, and
+// sound (`inHandMs` at least), once the speaker has been quiet for 300 ms, and
 // follows what sox gives back. ALSA's file plugin hands the FIFO what was
 // written a buffer earlier, at the moment the daemon writes more, so a frame
 // reaches the room up to a buffer after the card played it: the kept speaker,
 // topped up half a buffer at a time while idle and a period at a time while a
 // sound plays, gives its frames 0 to 80 ms late, and a loop that wakes late
-// adds to that. The room holds the air's delay and `jitterMs` more of echo in
-// hand for it, as a card plays on from its buffer whatever its writer does.
-// Echo that comes later still (the speaker gave nothing, or sox or this thread
+// adds to that. The room holds the air's delay, and at least `inHandMs`, of
+// echo in hand for it, as a card plays on from its buffer whatever its writer
+// does. Echo that comes later still (the speaker gave nothing, or sox or this thread
 // was late) grows the path by it, which for a speaker that paused is what a
 // room does and for a late sox is not; the two cannot be told apart here, so
 // the room counts it (with only the air's 100 ms in hand, server wake's later
@@ -38,7 +38,7 @@ final class EchoRoom: Sendable {
     private let sox: Mutex<(process: Process, input: Pipe, output: Pipe)>
     private let soxIn: Int32
     private let soxOut: Int32
-    /// Samples of silence before each answer's echo: the air's path and the jitter allowance.
+    /// Samples of silence before each answer's echo: the air's path, and at least what is held in hand.
     private let delay: Int
     /// What the microphone's FIFO holds ahead of the reader (bytes): 320 ms unless told, more than
     /// MicFeeder's 200. ALSA's file plugin fills what a read of its infile comes short of with silence,
@@ -82,11 +82,12 @@ final class EchoRoom: Sendable {
     /// What has moved the echo's path so far.
     var glitches: Glitches { state.withLock { $0.glitches } }
 
-    /// The echo held in hand for frames that reach the room late (above), on top of the air's 100 ms or
-    /// more: 200 ms or more in all, past the speaker's buffer (160 ms) and a tick of this room's. No more,
-    /// as the whole path (with the microphone's hold, up to 320 ms) stays within the 0.8 s the delay
-    /// search looks at: with 200 here the daemon measured up to 767 ms.
-    static let jitterMs = 100
+    /// The least echo held in hand for frames that reach the room late (above): past the speaker's
+    /// buffer (160 ms) and a tick of this room's. No more, and not on top of the air's, as the whole
+    /// path (with the microphone's hold, up to 320 ms) stays well within the 0.8 s the delay search looks
+    /// at: with 200 ms on top of the air's, the daemon measured up to 767 ms, and a first delay found
+    /// over little echo came later, so that the test server's stand-in wake heard an answer's echo.
+    static let inHandMs = 200
 
     /// `gainDB` (negative: quieter) and sox's `reverb` as given, `delayMs` on top of sox's own.
     init(directory: String, delayMs: Int = 100, gainDB: Double = -12, reverb: [String] = ["40", "50", "60"],
@@ -95,7 +96,7 @@ final class EchoRoom: Sendable {
         self.holdMs = holdMs
         microphone = directory + "/room-mic.fifo"
         speaker = directory + "/room-speaker.fifo"
-        delay = (delayMs + Self.jitterMs) * 16
+        delay = max(delayMs, Self.inHandMs) * 16
         for path in [microphone, speaker] {
             guard mkfifo(path, 0o600) == 0 else { throw TestFailure("mkfifo \(path): \(String(cString: strerror(errno)))") }
         }
