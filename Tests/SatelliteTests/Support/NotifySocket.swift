@@ -35,9 +35,17 @@ final class NotifySocket: Sendable {
     private func receive() {
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return }
+            // errno read at once, beside the call, and only close() or a lasting error ends the reading: an
+            // empty datagram, or an errno changed before it was read, ended it for good. (In CI a daemon that
+            // had logged it was ready was waited on for a minute with no READY=1 seen: this rules out one cause.)
+            let (n, error) = buffer.withUnsafeMutableBytes { raw -> (Int, Int32) in
+                let n = recv(fd, raw.baseAddress, raw.count, 0)
+                return (n, n < 0 ? errno : 0)
+            }
+            if n <= 0 {
+                if closed.withLock({ $0 }) || (n < 0 && error != EINTR && error != EAGAIN && error != ENOBUFS && error != ENOMEM) { return }
+                continue
+            }
             post(String(decoding: buffer[..<n], as: UTF8.self))
             if let held = holding.withLock({ $0 }) { held.wait() }
         }
